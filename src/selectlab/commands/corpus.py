@@ -1,0 +1,67 @@
+"""`selectlab corpus`: build the embedded corpus, sample SlimPajama held-out splits, reports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from selectlab.commands import add_action, json_arg
+
+
+def build(args) -> dict:
+    from selectlab.corpus.build import build_embedded_corpus
+
+    p = args.params
+    return build_embedded_corpus(p["embedded"], p["set_names"], p["num_shards"],
+                                 Path(args.out_dir))
+
+
+def heldout(args) -> dict:
+    from selectlab.corpus.slimpajama import write_heldout
+
+    return write_heldout(args.params, args.out).to_dict()
+
+
+def download(args) -> dict:
+    from selectlab.corpus.slimpajama import download_files
+
+    p = args.params
+    files = download_files(p["dataset"], args.split, p["chunks"], p["files_per_chunk"],
+                           args.out_dir)
+    return {"files": [str(f) for f in files]}
+
+
+def read_report(args) -> dict:
+    import json
+
+    import pandas as pd
+
+    from selectlab.shards import REASONS, atomic_path
+
+    rows = []
+    for path in args.reports:
+        report = json.loads(Path(path).read_text())
+        rows.append({"shard": Path(path).stem, "lines": report["lines"],
+                     "documents": report["documents"], "tokens": report["tokens"]}
+                    | {reason: report["skipped"][reason] for reason in REASONS})
+    table = pd.DataFrame(rows)
+    with atomic_path(args.out) as tmp:
+        table.to_csv(tmp, index=False)
+    return {"shards": len(rows), "skipped": int(table[list(REASONS)].sum().sum())}
+
+
+def register(stages) -> None:
+    parser = stages.add_parser("corpus", help="raw shards and held-out splits")
+    actions = parser.add_subparsers(dest="action", required=True)
+    p = add_action(actions, "build", build, "build the embedded offline corpus")
+    p.add_argument("--params", type=json_arg, required=True)
+    p.add_argument("--out-dir", required=True)
+    p = add_action(actions, "heldout", heldout, "sample a SlimPajama held-out split per source")
+    p.add_argument("--params", type=json_arg, required=True)
+    p.add_argument("--out", required=True)
+    p = add_action(actions, "download", download, "download SlimPajama files (online, opt-in)")
+    p.add_argument("--params", type=json_arg, required=True)
+    p.add_argument("--split", default="train")
+    p.add_argument("--out-dir", required=True)
+    p = add_action(actions, "read-report", read_report, "collect per-shard reader reports")
+    p.add_argument("--reports", nargs="+", required=True)
+    p.add_argument("--out", required=True)

@@ -1,0 +1,52 @@
+"""`selectlab tokens`: train or copy the tokenizer, tokenize a shard into tokens + meta sidecar."""
+
+from __future__ import annotations
+
+from selectlab.commands import add_action
+
+
+def train(args) -> dict:
+    from selectlab.tokens import sample_texts, train_bpe_tokenizer
+
+    texts = sample_texts(args.inputs, args.sample_chars, args.max_doc_chars)
+    tokenizer = train_bpe_tokenizer(texts, args.vocab_size, args.out_dir)
+    return {"vocab_size": len(tokenizer), "eos_token_id": tokenizer.eos_token_id}
+
+
+def copy(args) -> dict:
+    from selectlab.tokens import copy_pretrained_tokenizer
+
+    copy_pretrained_tokenizer(args.source, args.out_dir)
+    return {"copied": args.source}
+
+
+def encode(args) -> dict:
+    from selectlab.tokens import tokenize_shard
+
+    report = tokenize_shard(args.inputs, args.tokenizer, args.shard, args.out_tokens,
+                            args.out_meta, args.report, args.quarantine,
+                            max_chars=args.max_doc_chars)
+    return {"documents": report.documents, "skipped": report.skipped}
+
+
+def register(stages) -> None:
+    parser = stages.add_parser("tokens", help="tokenizer and per-shard tokenization")
+    actions = parser.add_subparsers(dest="action", required=True)
+    p = add_action(actions, "train", train, "train a byte-level BPE tokenizer on shards")
+    p.add_argument("--inputs", nargs="+", required=True)
+    p.add_argument("--vocab-size", type=int, required=True)
+    p.add_argument("--sample-chars", type=int, required=True)
+    p.add_argument("--max-doc-chars", type=int, required=True)
+    p.add_argument("--out-dir", required=True)
+    p = add_action(actions, "copy", copy, "copy a pretrained tokenizer directory into the run")
+    p.add_argument("--source", required=True)
+    p.add_argument("--out-dir", required=True)
+    p = add_action(actions, "encode", encode, "tokenize one shard; write tokens, meta, report")
+    p.add_argument("--inputs", nargs="+", required=True)
+    p.add_argument("--tokenizer", required=True)
+    p.add_argument("--shard", required=True)
+    p.add_argument("--max-doc-chars", type=int, required=True)
+    p.add_argument("--out-tokens", required=True)
+    p.add_argument("--out-meta", required=True)
+    p.add_argument("--report", required=True)
+    p.add_argument("--quarantine", required=True)

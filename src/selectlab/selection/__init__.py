@@ -1,0 +1,1 @@
+"""Selection: budgeted, stratified choice of documents from sidecar attributes."""

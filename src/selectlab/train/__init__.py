@@ -1,0 +1,1 @@
+"""Pretraining: Llama-style decoders from presets, a single training loop, checkpoint averaging."""

@@ -1,0 +1,53 @@
+"""Shared fixtures: small shard files and a tiny trained tokenizer."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import zstandard
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCES = ["RedPajamaWikipedia", "RedPajamaBook", "RedPajamaGithub"]
+
+
+def record(doc_id: str, text: str, set_name: str = "RedPajamaWikipedia") -> dict:
+    return {"id": doc_id, "text": text, "meta": {"redpajama_set_name": set_name}}
+
+
+def write_jsonl_zst(path: Path, lines: list[bytes]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as raw, zstandard.ZstdCompressor().stream_writer(raw) as out:
+        for line in lines:
+            out.write(line + b"\n")
+    return path
+
+
+def encode(records: list[dict]) -> list[bytes]:
+    return [json.dumps(r).encode() for r in records]
+
+
+@pytest.fixture
+def sample_texts() -> list[str]:
+    words = ("the quick brown fox jumps over a lazy dog while seven wizards quietly "
+             "judge boxing matches and vexed daft zebras hop").split()
+    texts = []
+    for i in range(120):
+        n = 20 + (i * 7) % 60
+        texts.append(" ".join(words[(i + j * 3) % len(words)] for j in range(n)) + ".")
+    return texts
+
+
+@pytest.fixture
+def tiny_tokenizer_dir(tmp_path_factory, sample_texts) -> Path:
+    from selectlab.tokens import train_bpe_tokenizer
+
+    out = tmp_path_factory.mktemp("tokenizer")
+    train_bpe_tokenizer(sample_texts, 400, out)
+    return out
