@@ -1,0 +1,1 @@
+"""Embedded corpus: readers of offline text, corruption operators, and the corpus builder."""
