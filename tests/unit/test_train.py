@@ -25,15 +25,23 @@ def settings(**overrides) -> TrainSettings:
     return TrainSettings(**base | overrides)
 
 
-@pytest.fixture
-def packed(tmp_path, tiny_tokenizer_dir, sample_texts):
-    tokenizer = load_tokenizer(tiny_tokenizer_dir)
-    ids = [t for doc in encode_texts(tokenizer, sample_texts * 3)
-           for t in [*doc, tokenizer.eos_token_id]]
+def pack_texts(path, tokenizer_dir, texts):
+    tokenizer = load_tokenizer(tokenizer_dir)
+    ids = [t for doc in encode_texts(tokenizer, texts) for t in [*doc, tokenizer.eos_token_id]]
     rows = len(ids) // 32
-    path = tmp_path / "train.npy"
     np.save(path, np.asarray(ids[: rows * 32], dtype=np.uint16).reshape(rows, 32))
     return path
+
+
+@pytest.fixture
+def packed(tmp_path, tiny_tokenizer_dir, sample_texts):
+    return pack_texts(tmp_path / "train.npy", tiny_tokenizer_dir, sample_texts * 3)
+
+
+@pytest.fixture
+def long_packed(tmp_path, tiny_tokenizer_dir, sample_texts):
+    # Long enough (hundreds of steps) that the test can kill the run while it is training.
+    return pack_texts(tmp_path / "long.npy", tiny_tokenizer_dir, sample_texts * 20)
 
 
 def test_schedule_warms_up_then_decays_to_floor():
@@ -70,14 +78,15 @@ def run_training_process(out, packed, tokenizer_dir) -> subprocess.Popen:
                             stderr=subprocess.STDOUT)
 
 
-def test_killed_run_resumes_to_the_same_weights(tmp_path, packed, tiny_tokenizer_dir):
+def test_killed_run_resumes_to_the_same_weights(tmp_path, long_packed, tiny_tokenizer_dir):
+    packed = long_packed
     straight, killed = tmp_path / "straight", tmp_path / "killed"
     assert run_training_process(straight, packed, tiny_tokenizer_dir).wait() == 0
 
     process = run_training_process(killed, packed, tiny_tokenizer_dir)
-    while not list((killed / "ckpt").glob("step_0000004.pt")):
+    while not list((killed / "ckpt").glob("step_*.pt")):
         assert process.poll() is None, process.stdout.read().decode()
-        time.sleep(0.05)
+        time.sleep(0.01)
     process.kill()
     process.wait()
     assert not (killed / "final").exists()

@@ -50,7 +50,9 @@ def icl(args) -> dict:
                      seed=p["seed"], dtype=p.get("dtype", "float32"), device=default_device(),
                      limit=p.get("limit"))
     write_json(args.out, result)
-    return {name: task.get(task["metric"]) for name, task in result["tasks"].items()}
+    headline = {name: task["acc_norm"] if task["metric"] == "acc_norm" else task["acc"]
+                for name, task in result["tasks"].items()}
+    return headline
 
 
 def register(stages) -> None:
