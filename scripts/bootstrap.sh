@@ -4,9 +4,12 @@
 #     fortunes, man pages),
 #   - a virtual environment .venv with a CPU build of torch and the pinned packages of
 #     envs/constraints-cpu.txt, and selectlab itself (editable).
+# With --test it also installs what the tests need beyond that (see "Test extras" below).
 # Safe to run again: it only installs what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+WITH_TESTS=0
+[ "${1:-}" = "--test" ] && WITH_TESTS=1
 
 APT_PACKAGES=(bible-kjv bible-kjv-text dict-gcide python3.11-doc fortunes fortunes-min man-db)
 missing=()
