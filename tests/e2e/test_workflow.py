@@ -1,0 +1,196 @@
+"""The whole workflow on the tests-only config: real files with real contents.
+
+One module-scoped run of `snakemake` on `.test/config.yaml` (results under results/test/) feeds
+every assertion below; the incremental-rerun and archive-reproducibility checks run after it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from selectlab.config import load_config, resolve_selection
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIG = REPO / ".test" / "config.yaml"
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+
+
+def snakemake(*args: str, config: Path = CONFIG) -> subprocess.CompletedProcess:
+    # Rules call `selectlab`, which lives next to this interpreter (the activated venv in use).
+    env = os.environ | {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run([*SNAKEMAKE, "--configfile", str(config), "--cores", "2", *args],
+                          cwd=REPO, capture_output=True, text=True, env=env)
+
+
+@pytest.fixture(scope="module")
+def config() -> dict:
+    return load_config(CONFIG)
+
+
+@pytest.fixture(scope="module")
+def run_dir(config) -> Path:
+    run_dir = REPO / "results" / config["run"]
+    shutil.rmtree(run_dir, ignore_errors=True)
+    result = snakemake()
+    assert result.returncode == 0, result.stderr[-5000:]
+    return run_dir
+
+
+def test_every_stage_wrote_its_files(run_dir, config):
+    variants = list(config["variants"])
+    shards = [f"shard_{i:05d}" for i in range(config["corpus"]["num_shards"])]
+    expected = [
+        "corpus/ground_truth.parquet", "corpus/heldout/validation.jsonl.zst",
+        "corpus/heldout/test.jsonl.zst", "tokenizer/tokenizer.json", "tables/read_report.csv",
+        "tables/main.csv", "tables/main.md", "tables/perplexity_by_source.csv",
+        "tables/icl_by_task.csv", "figures/ppl_vs_icl.png", "figures/loss_curves.png",
+        "report/report.html", "provenance/provenance.json",
+        f"archive/selectlab-{config['run']}.tar.gz",
+    ]
+    expected += [f"corpus/tokens/{s}.npy" for s in shards]
+    expected += [f"attributes/meta/{s}.parquet" for s in shards]
+    for variant in variants:
+        expected += [f"selections/{variant}/selection.parquet", f"selections/{variant}/train.npy",
+                     f"models/{variant}/final/model.safetensors",
+                     f"models/{variant}/train_log.csv", f"eval/{variant}/perplexity.json",
+                     f"eval/{variant}/icl.json"]
+    missing = [path for path in expected if not (run_dir / path).is_file()]
+    assert not missing
+    for png in ("figures/ppl_vs_icl.png", "figures/loss_curves.png"):
+        assert (run_dir / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_selections_hit_budget_and_keep_source_proportions(run_dir, config):
+    meta = pd.concat(pd.read_parquet(p) for p in sorted((run_dir / "attributes/meta").glob("*")))
+    pool_share = meta.groupby("set_name")["n_tokens"].sum() / meta["n_tokens"].sum()
+    for variant in config["variants"]:
+        budget = resolve_selection(config, variant)["budget_tokens"]
+        selection = pd.read_parquet(run_dir / f"selections/{variant}/selection.parquet")
+        assert not selection["id"].duplicated().any()
+        total = selection["n_tokens"].sum()
+        assert budget <= total <= budget + selection["n_tokens"].max()
+        share = selection.groupby("set_name")["n_tokens"].sum() / total
+        # Stated tolerance: every source within 2 percentage points of its pool share.
+        assert (share - pool_share).abs().max() < 0.02, (share - pool_share)
+        manifest = json.loads((run_dir / f"selections/{variant}/manifest.json").read_text())
+        assert manifest["selected_tokens"] == total
+
+
+def test_training_loss_falls(run_dir, config):
+    for variant in config["variants"]:
+        log = pd.read_csv(run_dir / f"models/{variant}/train_log.csv")
+        # At least half a nat below the start: far beyond step-to-step noise (~0.1).
+        assert log["loss"].tail(5).mean() < log["loss"].head(5).mean() - 0.5
+
+
+def test_trained_models_beat_a_random_init_model_on_heldout_text(run_dir, config):
+    import torch
+    from transformers import LlamaForCausalLM
+
+    from selectlab.evaluate.perplexity import per_source_perplexity
+
+    trained_dir = run_dir / "models" / next(iter(config["variants"])) / "final"
+    random_dir = run_dir.parent / f".{config['run']}-random-init"
+    torch.manual_seed(0)
+    LlamaForCausalLM(LlamaForCausalLM.from_pretrained(trained_dir).config).save_pretrained(
+        random_dir)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(trained_dir / name, random_dir / name)
+    heldout = {"validation": run_dir / "corpus/heldout/validation.jsonl.zst"}
+    random_ppl = per_source_perplexity(random_dir, heldout, seq_len=config["pretrain"]["seq_len"],
+                                       batch_size=8, max_tokens_per_source=2000, device="cpu",
+                                       dtype="float32")
+    shutil.rmtree(random_dir)
+    for variant in config["variants"]:
+        trained = json.loads((run_dir / f"eval/{variant}/perplexity.json").read_text())
+        assert trained["validation"]["all"]["ppl"] < 0.5 * random_ppl["validation"]["all"]["ppl"]
+
+
+def test_tables_have_one_row_per_variant_with_finite_numbers(run_dir, config):
+    main = pd.read_csv(run_dir / "tables/main.csv")
+    labels = [v.get("label", name) for name, v in config["variants"].items()]
+    assert sorted(main["variant"]) == sorted(labels)
+    numeric = main.drop(columns=["family", "variant"])
+    assert np.isfinite(numeric.to_numpy(dtype=float)).all()
+    baseline = config["variants"][config["evaluation"]["baseline"]].get("label")
+    assert main.loc[main["variant"] == baseline].filter(like="delta").iloc[0, 0] == 0.0
+    html = (run_dir / "report/report.html").read_text()
+    assert all(label in html for label in labels) and "data:image/png;base64" in html
+
+
+def read_archive(path: Path) -> dict[str, bytes]:
+    with tarfile.open(path) as archive:
+        return {m.name: archive.extractfile(m).read() for m in archive.getmembers()}
+
+
+def test_archive_manifest_matches_its_files(run_dir, config):
+    members = read_archive(run_dir / f"archive/selectlab-{config['run']}.tar.gz")
+    manifest = dict(reversed(line.split("  ", 1)) for line in
+                    members.pop("MANIFEST.sha256").decode().splitlines())
+    assert set(manifest) == set(members)
+    for name, data in members.items():
+        assert hashlib.sha256(data).hexdigest() == manifest[name], name
+    assert "tables/main.csv" in members and "report/report.html" in members
+    provenance = json.loads(members["provenance/provenance.json"])
+    assert provenance["config"]["run"] == config["run"]
+    assert all(len(digest) == 64 for digest in provenance["inputs"].values())
+
+
+def test_rebuilding_the_report_and_archive_reproduces_the_checksums(run_dir, config):
+    archive = run_dir / f"archive/selectlab-{config['run']}.tar.gz"
+    before = read_archive(archive)["MANIFEST.sha256"]
+    result = snakemake("--forcerun", "tables", "figures", "html_report", "provenance", "archive")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert read_archive(archive)["MANIFEST.sha256"] == before
+
+
+def planned_jobs(config_path: Path) -> dict[str, int]:
+    """Rule -> job count from a dry run's summary table."""
+    result = snakemake("-n", config=config_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    counts = {}
+    in_table = False
+    for line in result.stdout.splitlines():
+        parts = line.split()
+        if parts[:2] == ["job", "count"]:
+            in_table = True
+        elif in_table and len(parts) == 2 and parts[1].isdigit() and parts[0] != "total":
+            counts[parts[0]] = int(parts[1])
+        elif in_table and not parts:
+            break
+    return counts
+
+
+def test_changing_one_variant_reruns_only_what_depends_on_it(run_dir, config, tmp_path):
+    assert planned_jobs(CONFIG) == {}
+    changed = json.loads(json.dumps(config))
+    name = list(config["variants"])[-1]
+    changed["variants"][name]["seed"] = 99
+    path = tmp_path / "changed.yaml"
+    path.write_text(yaml.safe_dump(changed))
+    planned = planned_jobs(path)
+    per_variant = {"select", "pack", "pretrain", "eval_perplexity", "eval_icl"}
+    downstream = {"tables", "figures", "html_report", "provenance", "archive", "all"}
+    assert set(planned) == per_variant | downstream
+    assert all(planned[rule] == 1 for rule in per_variant)
+
+
+def test_read_report_counts_every_line(run_dir):
+    report = pd.read_csv(run_dir / "tables/read_report.csv")
+    skipped = report.drop(columns=["shard", "lines", "documents", "tokens"]).sum(axis=1)
+    assert (report["lines"] == report["documents"] + skipped).all()
+    assert len(report) == len(list((run_dir / "corpus/reports").glob("*.json")))
