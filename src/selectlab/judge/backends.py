@@ -1,0 +1,103 @@
+"""The one interface every judge backend implements, and what passes through it.
+
+A protocol turns a document (or a pair) into `CompletionRequest`s; a backend answers each with a
+`Completion`: the generated text (one per sample), optionally the top log-probabilities of the
+first generated token, token counts and latency. Protocols read label probabilities out of those
+top log-probabilities with `label_logprobs`, so every backend only has to report what it saw.
+A backend never raises for one bad request: it returns a `Completion` with `error` set, and the
+runner records a `backend_error` row.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+KINDS = ("simulated", "transformers", "vllm", "openai")
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    role: str  # "system" or "user"
+    content: str
+
+
+@dataclass(frozen=True)
+class CompletionRequest:
+    messages: tuple[ChatMessage, ...]
+    max_tokens: int
+    temperature: float = 0.0
+    n: int = 1  # independent samples (pairwise judgments without log-probabilities)
+    top_logprobs: int = 0  # > 0: report this many top log-probabilities of the first token
+    # Who and what is being judged (protocol, criterion, doc ids, order, attempt). Real backends
+    # ignore it; the simulated judge answers from it.
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    prompt: str | None = None  # a verbatim prompt (plain completion endpoints) instead of messages
+
+
+@dataclass
+class Completion:
+    texts: list[str]
+    top_logprobs: dict[str, float] | None = None  # decoded token -> log-probability, 1st position
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    error: str | None = None
+
+    @property
+    def text(self) -> str:
+        return self.texts[0] if self.texts else ""
+
+
+@runtime_checkable
+class JudgeBackend(Protocol):
+    kind: str
+    model_id: str
+    supports_logprobs: bool
+
+    def complete(self, requests: Sequence[CompletionRequest]) -> list[Completion]:
+        """One `Completion` per request, in order; failures are reported in `error`."""
+        ...
+
+    def fingerprint(self) -> dict:
+        """The settings that change answers (beyond the prompt): part of every cache key."""
+        ...
+
+
+def plain_prompt(messages: Sequence[ChatMessage]) -> str:
+    """A prompt for models or endpoints without a chat template: the turns, then an answer cue."""
+    parts = [message.content.strip() for message in messages]
+    return "\n\n".join(parts) + "\n\nAnswer:"
+
+
+def label_logprobs(top: Mapping[str, float] | None, labels: Sequence[str]) -> dict[str, float]:
+    """Log-probability of each label among a first token's top alternatives.
+
+    Tokenizers spell a label several ways (" A", "A", "▁A", "ĠA"); every spelling that strips to
+    the label counts, and their probabilities add up. Labels absent from `top` are left out.
+    """
+    found: dict[str, list[float]] = {}
+    for token, logprob in (top or {}).items():
+        key = token.replace("\u2581", " ").replace("\u0120", " ").strip()
+        if key in labels and logprob is not None and math.isfinite(logprob):
+            found.setdefault(key, []).append(float(logprob))
+    return {label: _logsumexp(values) for label, values in found.items()}
+
+
+def _logsumexp(values: Sequence[float]) -> float:
+    peak = max(values)
+    return peak + math.log(sum(math.exp(v - peak) for v in values))
+
+
+def messages_as_dicts(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
+    return [{"role": m.role, "content": m.content} for m in messages]
+
+
+def render_messages(tokenizer, messages: Sequence[ChatMessage]) -> str:
+    """The prompt text for a local model: its chat template if it has one, else `plain_prompt`."""
+    if getattr(tokenizer, "chat_template", None):
+        return tokenizer.apply_chat_template(messages_as_dicts(messages), tokenize=False,
+                                             add_generation_prompt=True)
+    return plain_prompt(messages)

@@ -1,0 +1,65 @@
+"""Resolving the validated `judge:` config section into what one judge job needs.
+
+Plain dict functions, used by the workflow's rules (as JSON `--params`, so a settings change
+reruns exactly the affected jobs) and by hand alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+PROTOCOL_NAMES = ("qurating", "dataman", "prrc")
+LOCAL_MODEL_KINDS = ("transformers", "vllm")
+SIMULATED_NOTE = "Ratings derived from the SIMULATED judge (offline default), not an LLM."
+
+
+def judge_seed(config: dict) -> int:
+    return int(config["judge"].get("seed", config["seed"]))
+
+
+def candidate_shards(shards: Sequence[str], max_shards: int | None) -> list[str]:
+    """The shards judge samples are drawn from: all, or `max_shards` spread evenly over them."""
+    shards = list(shards)
+    if not max_shards or max_shards >= len(shards):
+        return shards
+    step = len(shards) / max_shards
+    return [shards[int(i * step)] for i in range(max_shards)]
+
+
+def resolve_sample(config: dict, protocol: str) -> dict:
+    """What `selectlab judge sample` needs for one protocol."""
+    settings = config["judge"]["protocols"][protocol]
+    keys = ("documents", "pairs", "snippet_tokens") if protocol == "qurating" else (
+        "documents", "max_text_tokens")
+    return {"protocol": protocol, "seed": judge_seed(config),
+            "max_doc_chars": config["corpus"]["reader"]["max_doc_chars"],
+            "settings": {key: settings[key] for key in keys}}
+
+
+def resolve_run(config: dict, protocol: str) -> dict:
+    """What `selectlab judge run` needs for one protocol (sampling-only keys left out)."""
+    judge = config["judge"]
+    sampling = {"documents", "pairs", "snippet_tokens", "max_text_tokens"}
+    settings = {k: v for k, v in judge["protocols"][protocol].items() if k not in sampling}
+    resolved = {"protocol": protocol, "seed": judge_seed(config), "backend": judge["backend"],
+                "settings": settings}
+    if is_simulated(config):
+        resolved["simulated"] = judge["simulated"]
+    return resolved
+
+
+def is_simulated(config: dict) -> bool:
+    return config["judge"]["backend"]["kind"] == "simulated"
+
+
+def gpus(config: dict) -> int:
+    """GPUs the judge job asks for: only local-model backends use them."""
+    judge = config["judge"]
+    if judge["backend"]["kind"] not in LOCAL_MODEL_KINDS:
+        return 0
+    return int(judge.get("resources", {}).get("gpus", 0))
+
+
+def notes(config: dict) -> list[str]:
+    """Lines every table and figure built on these judgments must carry."""
+    return [SIMULATED_NOTE] if is_simulated(config) else []

