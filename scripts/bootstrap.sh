@@ -54,5 +54,7 @@ if [ "$WITH_TESTS" -eq 1 ]; then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
       "${test_missing[@]}" >/dev/null
   fi
+  # The judge's vLLM backend is tested in an environment of its own (~2.5 min, ~3.7 GB).
+  bash scripts/setup_vllm_env.sh
 fi
 echo "bootstrap: .venv ready ($(.venv/bin/python -c 'import torch; print("torch", torch.__version__)'))"
