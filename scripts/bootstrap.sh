@@ -54,6 +54,7 @@ if [ "$WITH_TESTS" -eq 1 ]; then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
       "${test_missing[@]}" >/dev/null
   fi
+  "${pip[@]}" -c envs/constraints-cpu.txt -e ".[bench]"
   # The judge's vLLM backend is tested in an environment of its own (~2.5 min, ~3.7 GB).
   bash scripts/setup_vllm_env.sh
 fi

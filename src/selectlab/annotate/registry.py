@@ -1,0 +1,79 @@
+"""The one table of rater family kinds: `FAMILIES[kind]` builds the kind's annotator.
+
+A config family (`annotate.families.<name>`) names its kind; the workflow's single `annotate`
+rule asks this table for the family's fitted inputs, container and GPU use, so a new kind is
+one entry here (plus its schema) and never a new rule. Modules imported here stay free of
+torch at import time: the workflow imports this table while it builds the DAG.
+"""
+
+from __future__ import annotations
+
+from selectlab.annotate.base import Annotator, FamilyKind
+from selectlab.annotate.dsir import DsirAnnotator
+from selectlab.annotate.embedding import MINILM, MINILM_LABEL, EmbeddingAnnotator, minilm_path
+from selectlab.annotate.refppl import SMOLLM2_GGUF, SMOLLM2_LABEL, ReferenceLMAnnotator
+from selectlab.annotate.signals import SignalsAnnotator
+
+REFERENCE_LM_DIR = "raters/reference_lm"
+
+
+def dsir_model_path(run_dir: str, name: str) -> str:
+    return f"{run_dir}/raters/{name}/model.npz"
+
+
+def build_signals(params: dict, fitted: list[str], gpus: int) -> Annotator:
+    return SignalsAnnotator()
+
+
+def build_dsir(params: dict, fitted: list[str], gpus: int) -> Annotator:
+    return DsirAnnotator(fitted[0], params["buckets"], list(params["targets"]))
+
+
+def dsir_fitted(run_dir: str, name: str, params: dict) -> list[str]:
+    return [dsir_model_path(run_dir, name)]
+
+
+def model_settings(params: dict, gpus: int) -> dict:
+    return {"max_tokens": params["max_tokens"],
+            "forward_batch_size": params["forward_batch_size"],
+            "dtype": params["dtype"], "gpus": gpus}
+
+
+def build_refppl(params: dict, fitted: list[str], gpus: int) -> Annotator:
+    if params["model"] == SMOLLM2_GGUF:
+        model_dir, label = fitted[0], SMOLLM2_LABEL
+    else:
+        model_dir, label = params["model"], params["model"]
+    return ReferenceLMAnnotator(model_dir, model_label=label, **model_settings(params, gpus))
+
+
+def refppl_fitted(run_dir: str, name: str, params: dict) -> list[str]:
+    return [f"{run_dir}/{REFERENCE_LM_DIR}"] if params["model"] == SMOLLM2_GGUF else []
+
+
+def build_embedding(params: dict, fitted: list[str], gpus: int) -> Annotator:
+    if params["model"] == MINILM:
+        model_dir, label = minilm_path(), MINILM_LABEL
+    else:
+        model_dir, label = params["model"], params["model"]
+    return EmbeddingAnnotator(model_dir, model_label=label, **model_settings(params, gpus))
+
+
+FAMILIES: dict[str, FamilyKind] = {
+    "signals": FamilyKind(build=build_signals),
+    "dsir": FamilyKind(build=build_dsir, fitted_inputs=dsir_fitted),
+    "refppl": FamilyKind(build=build_refppl, fitted_inputs=refppl_fitted, container="train",
+                         uses_model=True),
+    "embedding": FamilyKind(build=build_embedding, container="train", uses_model=True),
+}
+
+
+def family_kind(kind: str) -> FamilyKind:
+    if kind not in FAMILIES:
+        raise ValueError(f"unknown annotation family kind {kind!r}; known: {sorted(FAMILIES)}")
+    return FAMILIES[kind]
+
+
+def build_annotator(params: dict, fitted: list[str], gpus: int = 0) -> Annotator:
+    """The annotator of one family from its resolved params (which carry its `kind`)."""
+    return family_kind(params["kind"]).build(params, fitted, gpus)

@@ -1,0 +1,100 @@
+"""Resolving the validated `annotate:` config section into what one annotation job needs.
+
+Plain dict functions used by the workflow (rules/annotate.smk, rules/common.smk) and by hand.
+A family's resolved params exclude its `resources`, so changing a job's memory or GPU request
+never reruns it, while changing anything that affects its scores does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from selectlab.annotate.dsir_sources import is_heldout, sample_shards, target_files
+from selectlab.annotate.refppl import SMOLLM2_GGUF
+from selectlab.annotate.registry import REFERENCE_LM_DIR, family_kind
+
+RULE_RESOURCES = {"mem_mb": 4000, "runtime": 60}
+MODEL_RESOURCES = {"mem_mb": 8000, "runtime": 240}
+
+
+def family_names(config: dict) -> list[str]:
+    return list(config["annotate"]["families"])
+
+
+def family_config(config: dict, name: str) -> dict:
+    families = config["annotate"]["families"]
+    if name not in families:
+        raise ValueError(f"no annotation family {name!r}; configured: {sorted(families)}")
+    return families[name]
+
+
+def resolve_family(config: dict, name: str) -> dict:
+    """The family's scoring settings (kind included), as its jobs' `--params`."""
+    return {k: v for k, v in family_config(config, name).items() if k != "resources"}
+
+
+def fitted_inputs(config: dict, run_dir: str, name: str) -> list[str]:
+    params = resolve_family(config, name)
+    return family_kind(params["kind"]).fitted_inputs(run_dir, name, params)
+
+
+def container_key(config: dict, name: str) -> str:
+    return family_kind(family_config(config, name)["kind"]).container
+
+
+def uses_model(config: dict, name: str) -> bool:
+    return family_kind(family_config(config, name)["kind"]).uses_model
+
+
+def resources(config: dict, name: str) -> dict:
+    """gpu, mem_mb and runtime of one family's annotation jobs (the schema gives `gpu` to model
+    families only)."""
+    family = family_config(config, name)
+    kind = family_kind(family["kind"])
+    asked = family.get("resources", {})
+    defaults = MODEL_RESOURCES if kind.uses_model else RULE_RESOURCES
+    return {"gpu": int(asked.get("gpu", 0)),
+            "mem_mb": int(asked.get("mem_mb", defaults["mem_mb"])),
+            "runtime": int(asked.get("runtime", defaults["runtime"]))}
+
+
+def families_of_kind(config: dict, kind: str) -> list[str]:
+    return [name for name, family in config["annotate"]["families"].items()
+            if family["kind"] == kind]
+
+
+def needs_reference_lm(config: dict) -> bool:
+    """Whether any family scores with the offline SmolLM2 that `prepare_reference_lm` converts."""
+    return any(resolve_family(config, name)["model"] == SMOLLM2_GGUF
+               for name in families_of_kind(config, "refppl"))
+
+
+def reference_lm_dir(run_dir: str) -> str:
+    return f"{run_dir}/{REFERENCE_LM_DIR}"
+
+
+def dsir_seed(config: dict, name: str) -> int:
+    return int(family_config(config, name).get("seed", config["seed"]))
+
+
+def resolve_fit_dsir(config: dict, name: str) -> dict:
+    """What `selectlab annotate fit-dsir` needs for one DSIR family."""
+    family = family_config(config, name)
+    return {"targets": family["targets"], "buckets": family["buckets"],
+            "raw_sample_docs": family["raw_sample_docs"], "seed": dsir_seed(config, name),
+            "max_doc_chars": config["corpus"]["reader"]["max_doc_chars"]}
+
+
+def dsir_raw_shards(config: dict, name: str, shards: Sequence[str]) -> list[str]:
+    family = family_config(config, name)
+    return sample_shards(shards, family.get("raw_sample_shards"), dsir_seed(config, name))
+
+
+def dsir_uses_heldout(config: dict, name: str) -> bool:
+    return any(is_heldout(spec) for spec in family_config(config, name)["targets"].values())
+
+
+def dsir_target_files(config: dict, name: str) -> list[str]:
+    """Configured target files (full scale), declared as inputs so a change reruns the fit."""
+    specs = family_config(config, name)["targets"].values()
+    return [path for spec in specs for path in target_files(spec)]

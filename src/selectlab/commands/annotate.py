@@ -1,0 +1,94 @@
+"""`selectlab annotate`: score a shard with one rater family; fit DSIR; convert the reference LM;
+collect the throughput table."""
+
+from __future__ import annotations
+
+from selectlab.commands import add_action, json_arg
+
+
+def run(args) -> dict:
+    from selectlab.annotate.registry import build_annotator, family_kind
+    from selectlab.annotate.runner import annotate_shard
+    from selectlab.shards import write_json
+
+    if family_kind(args.params["kind"]).uses_model:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    annotator = build_annotator(args.params, args.fitted, gpus=args.gpus)
+    stats = annotate_shard(args.inputs, args.meta, annotator, args.out, family=args.family,
+                           shard=args.shard, batch_size=args.batch_size,
+                           max_chars=args.max_doc_chars)
+    write_json(args.stats, stats.to_dict())
+    return {"family": args.family, "shard": args.shard, "documents": stats.documents,
+            "skipped": stats.read_report["n_skipped"], "docs_per_s": round(stats.docs_per_s, 1)}
+
+
+def fit_dsir(args) -> dict:
+    from pathlib import Path
+
+    from selectlab.annotate.dsir import fit_dsir as fit
+    from selectlab.annotate.dsir_sources import sampled_texts, target_texts
+    from selectlab.shards import write_json
+
+    p = args.params
+    shards = [Path(path).name.removesuffix(".parquet") for path in args.meta]
+    missing = [shard for shard in shards if shard not in args.shard_files]
+    if missing:
+        raise ValueError(f"--shard-files lacks the files of shards {missing}")
+    targets = {name: target_texts(spec, args.heldout, p["max_doc_chars"])
+               for name, spec in p["targets"].items()}
+    raw = sampled_texts([args.shard_files[shard] for shard in shards], args.meta,
+                        p["raw_sample_docs"], p["seed"], p["max_doc_chars"])
+    model, counted = fit(targets, raw, p["buckets"])
+    model.save(args.out_model)
+    card = {"kind": "dsir", "params": p, "counted": counted, "raw_shards": shards}
+    write_json(args.out_card, card)
+    return counted
+
+
+def prepare_reference_lm(args) -> dict:
+    from selectlab.annotate.refppl import convert_smollm2
+
+    return convert_smollm2(args.out_dir)
+
+
+def throughput(args) -> dict:
+    from selectlab.annotate.throughput import write_throughput
+
+    table = write_throughput(args.stats, args.out_csv, args.out_md)
+    return {"families": table["family"].tolist()}
+
+
+def register(stages) -> None:
+    parser = stages.add_parser("annotate", help="per-shard rater sidecars and their fitting")
+    actions = parser.add_subparsers(dest="action", required=True)
+    p = add_action(actions, "run", run, "write one family's sidecar for one shard")
+    p.add_argument("--family", required=True, help="the family's name in the config")
+    p.add_argument("--shard", required=True)
+    p.add_argument("--params", type=json_arg, required=True, help="the family's settings")
+    p.add_argument("--inputs", nargs="+", required=True, help="the shard's raw files")
+    p.add_argument("--meta", required=True, help="the shard's meta sidecar")
+    p.add_argument("--fitted", nargs="*", default=[], help="the family's fitted inputs")
+    p.add_argument("--max-doc-chars", type=int, required=True)
+    p.add_argument("--batch-size", type=int, required=True, help="documents per row group")
+    p.add_argument("--gpus", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--out", required=True)
+    p.add_argument("--stats", required=True, help="throughput and read counts (JSON)")
+    p = add_action(actions, "fit-dsir", fit_dsir, "fit DSIR's target and raw n-gram counts")
+    p.add_argument("--params", type=json_arg, required=True)
+    p.add_argument("--meta", nargs="+", required=True, help="meta sidecars of the raw shards")
+    p.add_argument("--shard-files", type=json_arg, required=True,
+                   help="JSON: shard -> its raw files")
+    p.add_argument("--heldout", help="held-out validation file (heldout: targets)")
+    p.add_argument("--out-model", required=True)
+    p.add_argument("--out-card", required=True)
+    p = add_action(actions, "prepare-reference-lm", prepare_reference_lm,
+                   "convert the offline SmolLM2 GGUF into a plain model directory")
+    p.add_argument("--out-dir", required=True)
+    p = add_action(actions, "throughput", throughput, "the annotation throughput table")
+    p.add_argument("--stats", nargs="+", required=True)
+    p.add_argument("--out-csv", required=True)
+    p.add_argument("--out-md", required=True)
+
