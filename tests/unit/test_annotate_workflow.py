@@ -23,7 +23,9 @@ def config(request) -> dict:
 
 
 def test_both_configs_annotate_with_every_offline_family(config):
-    assert resolve.family_names(config) == ["signals", "dsir", "refppl", "embedding"]
+    assert resolve.family_names(config) == ["signals", "dsir", "refppl", "embedding",
+                                            "qurater", "dataman", "prrc", "fineweb_edu",
+                                            "wanjuan"]
     assert list(config["annotate"]["families"]["dsir"]["targets"]) == ["wikipedia", "book",
                                                                      "math"]
     assert resolve.needs_reference_lm(config)
@@ -67,8 +69,8 @@ def test_fit_dsir_settings_and_raw_shards(config):
 
 
 def test_unknown_families_and_kinds_are_clear_errors(config):
-    with pytest.raises(ValueError, match="no annotation family 'qurater'"):
-        resolve.resolve_family(config, "qurater")
+    with pytest.raises(ValueError, match="no annotation family 'mates'"):
+        resolve.resolve_family(config, "mates")
     with pytest.raises(ValueError, match="unknown annotation family kind 'bogus'"):
         build_annotator({"kind": "bogus"}, [])
     assert set(FAMILIES) >= {"signals", "dsir", "refppl", "embedding"}

@@ -9,8 +9,10 @@ torch at import time: the workflow imports this table while it builds the DAG.
 from __future__ import annotations
 
 from selectlab.annotate.base import Annotator, FamilyKind
+from selectlab.annotate.dataman_generation import GenerativeDataManAnnotator, RetryPolicy
 from selectlab.annotate.dsir import DsirAnnotator
 from selectlab.annotate.embedding import MINILM, MINILM_LABEL, EmbeddingAnnotator, minilm_path
+from selectlab.annotate.rater_family import RaterAnnotator, rater_dir_inputs, rater_dir_of
 from selectlab.annotate.refppl import SMOLLM2_GGUF, SMOLLM2_LABEL, ReferenceLMAnnotator
 from selectlab.annotate.signals import SignalsAnnotator
 
@@ -59,12 +61,30 @@ def build_embedding(params: dict, fitted: list[str], gpus: int) -> Annotator:
     return EmbeddingAnnotator(model_dir, model_label=label, **model_settings(params, gpus))
 
 
+def build_rater(params: dict, fitted: list[str], gpus: int) -> Annotator:
+    return RaterAnnotator(rater_dir_of(fitted), params["rater"], params["forward_batch_size"],
+                          gpus)
+
+
+def build_rater_generative(params: dict, fitted: list[str], gpus: int) -> Annotator:
+    policy = RetryPolicy(params["max_attempts"], params["retry_temperature"])
+    return GenerativeDataManAnnotator(rater_dir_of(fitted), policy, gpus)
+
+
+def rater_fitted(run_dir: str, name: str, params: dict) -> list[str]:
+    return rater_dir_inputs(run_dir, params["rater"])
+
+
 FAMILIES: dict[str, FamilyKind] = {
     "signals": FamilyKind(build=build_signals),
     "dsir": FamilyKind(build=build_dsir, fitted_inputs=dsir_fitted),
     "refppl": FamilyKind(build=build_refppl, fitted_inputs=refppl_fitted, container="train",
                          uses_model=True),
     "embedding": FamilyKind(build=build_embedding, container="train", uses_model=True),
+    "rater": FamilyKind(build=build_rater, fitted_inputs=rater_fitted, container="train",
+                        uses_model=True),
+    "rater_generative": FamilyKind(build=build_rater_generative, fitted_inputs=rater_fitted,
+                                   container="vllm", uses_model=True),
 }
 
 

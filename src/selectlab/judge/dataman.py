@@ -32,7 +32,8 @@ DOMAIN_LABEL = "Domain"
 
 # key -> (name in the prompt and answer, what a high score says of the text), paper's order.
 CRITERIA: dict[str, tuple[str, str]] = {
-    "accuracy": ("Accuracy", "has few grammar, spelling or reference mistakes and is worded precisely"),
+    "accuracy": ("Accuracy",
+                 "has few grammar, spelling or reference mistakes and is worded precisely"),
     "coherence": ("Coherence", "reads fluently and its ideas hang together logically"),
     "language_consistency": ("Language Consistency",
                              "stays in one language instead of switching between languages"),

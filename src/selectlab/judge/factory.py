@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from selectlab.judge import dataman, prrc, qurating
+from selectlab.judge import dataman, fineweb_edu, prrc, qurating, wanjuan
 from selectlab.judge.backends import JudgeBackend
 from selectlab.judge.run import RunSettings
 from selectlab.judge.simulated import SimulatedDocument, SimulatedJudge, SimulatedSettings
@@ -97,6 +97,13 @@ def protocol_settings(name: str, protocol: dict, backend_cfg: dict, backend: Jud
         return prrc.Settings(dimensions=tuple(protocol.get("dimensions", prrc.DIMENSIONS)),
                              max_tokens=protocol.get("max_new_tokens", 256),
                              temperature=protocol.get("temperature", 0.0))
+    if name == "fineweb_edu":
+        return fineweb_edu.Settings(max_tokens=protocol.get("max_new_tokens", 256),
+                                    temperature=protocol.get("temperature", 0.0))
+    if name == "wanjuan":
+        return wanjuan.Settings(criteria=tuple(protocol.get("criteria", wanjuan.CRITERIA)),
+                                max_tokens=protocol.get("max_new_tokens", 160),
+                                temperature=protocol.get("temperature", 0.0))
     raise ValueError(f"unknown judge protocol {name!r}")
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-PROTOCOL_NAMES = ("qurating", "dataman", "prrc")
+PROTOCOL_NAMES = ("qurating", "dataman", "prrc", "fineweb_edu", "wanjuan")
 LOCAL_MODEL_KINDS = ("transformers", "vllm")
 SIMULATED_NOTE = "Ratings derived from the SIMULATED judge (offline default), not an LLM."
 
@@ -24,6 +24,12 @@ def candidate_shards(shards: Sequence[str], max_shards: int | None) -> list[str]
         return shards
     step = len(shards) / max_shards
     return [shards[int(i * step)] for i in range(max_shards)]
+
+
+def configured_protocols(config: dict) -> list[str]:
+    """The protocols this config judges: the three papers' always, the classifier-style ones
+    (`fineweb_edu`, `wanjuan`) only where the config asks for them."""
+    return [name for name in PROTOCOL_NAMES if name in config["judge"]["protocols"]]
 
 
 def resolve_sample(config: dict, protocol: str) -> dict:

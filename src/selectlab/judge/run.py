@@ -19,7 +19,7 @@ from types import ModuleType
 
 import pandas as pd
 
-from selectlab.judge import dataman, prrc, qurating
+from selectlab.judge import dataman, fineweb_edu, prrc, qurating, wanjuan
 from selectlab.judge.backends import Completion, JudgeBackend
 from selectlab.judge.cache import JudgmentCache, cache_key, settings_fingerprint
 from selectlab.judge.parse import BACKEND_ERROR, OK, PARSE_ERROR
@@ -27,7 +27,8 @@ from selectlab.judge.protocol import Judged, Query
 
 log = logging.getLogger(__name__)
 
-PROTOCOLS: dict[str, ModuleType] = {"qurating": qurating, "dataman": dataman, "prrc": prrc}
+PROTOCOLS: dict[str, ModuleType] = {"qurating": qurating, "dataman": dataman, "prrc": prrc,
+                                    "fineweb_edu": fineweb_edu, "wanjuan": wanjuan}
 
 JUDGMENT_COLUMNS = {
     "protocol": "object", "criterion": "object", "doc_id": "object", "doc_a": "object",

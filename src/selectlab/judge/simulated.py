@@ -30,6 +30,10 @@ reported as log-probabilities of "A" and "B" (or as n sampled letters when no lo
 are asked for); the greedy text is the likelier letter. Pointwise: DataMan scores are
 round(1 + 4 q) clipped to 1-5, PRRC scores round(5 q) clipped to 0-5, the DataMan domain comes
 from the family (and, for encyclopedia and web articles, from topic keywords in the text).
+FineWeb-Edu-style scores are round(5 q) of `edu_score` (teaching value, less for clutter);
+WanjuanCC-style answers are yes/no: fluent when the `fluency` latent is at least FLUENT_FROM,
+advertising when a family prior plus the damage of spam insertion (0.3 + 0.7 severity) plus
+noise reaches ADVERT_FROM, so only the spam operator makes advertising likely.
 A share `malformed_rate` of answers (fixed per attempt, so re-queries can succeed) is malformed
 in a protocol-specific way to exercise the parsers' failure and retry paths. Token counts are
 estimates (characters / 4).
@@ -45,7 +49,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
-from selectlab.judge import dataman, prrc, qurating
+from selectlab.judge import dataman, fineweb_edu, prrc, qurating, wanjuan
 from selectlab.judge.backends import Completion, CompletionRequest
 
 TRAITS = ("fluency", "information", "pedagogy", "technicality", "structure", "creativity",
@@ -96,7 +100,18 @@ CRITERION_TRAITS: dict[str, dict[str, float]] = {
     "readability": {"fluency": 3, "cleanliness": 2},
     "reasoning": {"reasoning": 1},
     "cleanliness": {"cleanliness": 1},
+    # FineWeb-Edu's rubric rewards teaching value and takes points off for clutter
+    "edu_score": {"pedagogy": 3, "structure": 1, "cleanliness": 1},
+    # WanjuanCC's fluency question
+    "fluency": {"fluency": 2, "cleanliness": 1},
 }
+# WanjuanCC yes/no answers: fluent when the fluency latent reaches this level.
+FLUENT_FROM = 0.45
+# Advertising is not a quality that corruption lowers but content that spam insertion adds:
+# a share of each family's pages carries some, and inserted spam adds 0.3 + 0.7 * severity.
+ADVERT_PRIOR = {"web": 0.2, "web_article": 0.1, "jokes": 0.1}
+ADVERT_DEFAULT_PRIOR = 0.05
+ADVERT_FROM = 0.5
 
 BASE_DAMAGE = 0.2
 OPERATOR_DAMAGE: dict[str, dict[str, float]] = {
@@ -249,6 +264,10 @@ class SimulatedJudge:
             return self._dataman(meta)
         if protocol == prrc.NAME:
             return self._prrc(meta)
+        if protocol == fineweb_edu.NAME:
+            return self._fineweb_edu(meta)
+        if protocol == wanjuan.NAME:
+            return self._wanjuan(meta)
         raise ValueError(f"simulated judge: unknown protocol {protocol!r}")
 
     def _pairwise(self, request: CompletionRequest, meta: Mapping) -> Completion:
@@ -292,6 +311,35 @@ class SimulatedJudge:
         return Completion([answer])
 
 
+    def _fineweb_edu(self, meta: Mapping) -> Completion:
+        points = _quantise(self.latent(meta["doc_id"], fineweb_edu.CRITERION), 0,
+                           fineweb_edu.MAX_POINTS)
+        answer = fineweb_edu.render_answer(points)
+        kind = self._malformed(meta)
+        if kind is not None:
+            answer = _break_final_line(answer, kind)
+        return Completion([answer])
+
+    def advert_level(self, doc_id: str) -> float:
+        doc = self.documents[doc_id]
+        s = self.settings
+        prior = ADVERT_PRIOR.get(family(doc.set_name, doc.source_detail), ADVERT_DEFAULT_PRIOR)
+        spam = 0.3 + 0.7 * doc.severity if doc.operator == "spam_insertion" else 0.0
+        return prior + spam + s.noise * _normal(s.seed, doc_id, "advertisement")
+
+    def _wanjuan(self, meta: Mapping) -> Completion:
+        criterion, doc_id = meta["criterion"], meta["doc_id"]
+        if criterion == "advertisement":
+            yes = self.advert_level(doc_id) >= ADVERT_FROM
+        else:
+            yes = self.latent(doc_id, criterion) >= FLUENT_FROM
+        answer = wanjuan.render_answer(criterion, yes)
+        kind = self._malformed(meta)
+        if kind is not None:
+            answer = _break_yes_no(answer, kind)
+        return Completion([answer])
+
+
 def _quantise(latent: float, low: int, high: int) -> int:
     scaled = low + (high - low) * latent
     return int(min(max(round(scaled), low), high))
@@ -315,6 +363,17 @@ def _break_final_line(answer: str, kind: float) -> str:
         return f"{head}\n{prrc.SCORE_LINE}: 6"
     if kind < 0.5:
         return f"{answer}\nI hope this assessment helps."
+    if kind < 0.75:
+        return head
+    return ""
+
+
+def _break_yes_no(answer: str, kind: float) -> str:
+    head, _, _ = answer.rpartition("\n")
+    if kind < 0.25:
+        return f"{head}\n{wanjuan.ANSWER_LINE}: maybe"
+    if kind < 0.5:
+        return f"{answer}\nLet me know if you need more detail."
     if kind < 0.75:
         return head
     return ""

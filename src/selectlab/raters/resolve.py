@@ -1,0 +1,122 @@
+"""Resolving the validated `raters:` config section into what one rater job needs.
+
+Plain dict functions without torch: the workflow imports them while it builds the job graph.
+`raters.defaults` applies to every rater and each rater's own entry overrides it; a rater is
+trained only when the config has an entry for it. The resolved parameters go to the job as
+JSON, so changing one rater's settings reruns that rater only, and their hash goes on the card.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from selectlab.raters.spec import PROTOCOL, RATERS, check_rater
+
+RESOURCE_KEYS = ("gpu", "mem_mb", "runtime")
+HEAD_KEYS = ("backbone", "train_backbone", "window", "pool_layers", "dtype", "forward_batch_size",
+             "batch_size", "epochs", "lr", "weight_decay", "validation_fraction", "patience",
+             "heldout_fraction")
+REQUIRED = {
+    "heads": HEAD_KEYS,
+    "generative": ("backbone", "version", "max_length", "inference", "dtype", "batch_size",
+                   "epochs", "lr", "weight_decay", "heldout_fraction"),
+    "pretrained": ("pretrained", "window", "forward_batch_size"),
+}
+RESOURCE_DEFAULTS = {"gpu": 0, "mem_mb": 4000, "runtime": 30}
+CARD_FILE = "rater_card.json"
+
+
+def configured_raters(config: dict) -> list[str]:
+    section = config.get("raters") or {}
+    return [name for name in RATERS if name in section]
+
+
+def _merged(config: dict, rater: str) -> dict:
+    section = config.get("raters") or {}
+    check_rater(rater)
+    if rater not in section:
+        raise ValueError(f"rater {rater!r} has no entry under `raters:` in the config")
+    return dict(section.get("defaults") or {}) | dict(section[rater] or {})
+
+
+def rater_kind(config: dict, rater: str) -> str:
+    """heads (trained on an encoder), generative (DataMan's full-scale LM) or pretrained."""
+    merged = _merged(config, rater)
+    if merged.get("pretrained"):
+        return "pretrained"
+    return "generative" if merged.get("objective") == "generative" else "heads"
+
+
+def rater_params(config: dict, rater: str) -> dict:
+    """Everything the training job reads, resources left out; `seed` defaults to the run's."""
+    merged = _merged(config, rater)
+    params = {k: v for k, v in merged.items() if k not in RESOURCE_KEYS}
+    params.setdefault("seed", int(config["seed"]))
+    kind = rater_kind(config, rater)
+    missing = [key for key in REQUIRED[kind] if key not in params]
+    if missing:
+        raise ValueError(f"raters.{rater} ({kind}) lacks {missing} (in its entry or in "
+                         "raters.defaults)")
+    if rater == "qurater" and "confident_margin" not in params:
+        raise ValueError("raters.qurater needs confident_margin")
+    return params
+
+
+def resources(config: dict, rater: str) -> dict:
+    merged = _merged(config, rater)
+    return {key: merged.get(key, default) for key, default in RESOURCE_DEFAULTS.items()}
+
+
+def uses_pretrained(config: dict, rater: str) -> bool:
+    """At full scale FineWeb-Edu and WanjuanCC are the public classifiers, not trained here."""
+    return rater_kind(config, rater) == "pretrained"
+
+
+def labels_protocol(rater: str) -> str:
+    return PROTOCOL[check_rater(rater)]
+
+
+def needs_labels(config: dict, rater: str) -> bool:
+    return not uses_pretrained(config, rater)
+
+
+def needs_tokenizer(config: dict, rater: str) -> bool:
+    """A random-init encoder reads with the run's tokenizer."""
+    return rater_kind(config, rater) == "heads" and _merged(config, rater).get("backbone") == (
+        "random_encoder")
+
+
+def labels_input(config: dict, run_dir: str, rater: str) -> list[str]:
+    """The judge labels a rater trains on (none for a wrapped public classifier)."""
+    if not needs_labels(config, rater):
+        return []
+    protocol = labels_protocol(rater)
+    if protocol not in config["judge"]["protocols"]:
+        raise ValueError(f"rater {rater!r} learns from judge protocol {protocol!r}, which "
+                         f"`judge.protocols` does not configure")
+    return [f"{run_dir}/judgments/{protocol}/labels.parquet"]
+
+
+def annotation_container(config: dict, rater: str) -> str:
+    """The environment that scores with the rater: vllm for a generative DataMan served by
+    vLLM, else train."""
+    merged = _merged(config, rater)
+    generative_vllm = (rater_kind(config, rater) == "generative"
+                       and merged["inference"]["kind"] == "vllm")
+    return "vllm" if generative_vllm else "train"
+
+
+def config_hash(params: dict) -> str:
+    return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()
+
+
+def table_names(config: dict) -> list[str]:
+    """Stems of the rater tables under tables/ for the configured raters."""
+    raters = configured_raters(config)
+    names = [f"rater_{r}" for r in ("qurater", "dataman", "prrc") if r in raters]
+    if "dataman" in raters:
+        names.append("rater_dataman_confusion")
+    if {"fineweb_edu", "wanjuan"} & set(raters):
+        names.append("rater_classifiers")
+    return names

@@ -1,0 +1,212 @@
+"""The one training loop every rater shares, in two modes.
+
+- Frozen backbone (the offline default): every training text's feature vector is computed once,
+  then only the heads train, on those cached vectors. Fast on a CPU.
+- Full fine-tuning (`train_backbone: true`, the GPU path at full scale): each step runs the
+  backbone on the step's texts, chunked as at inference, and updates backbone and heads.
+
+A rater's `Objective` says which texts a batch of training examples reads and how to turn the
+heads' outputs for those texts into a loss, so pairwise (QuRater) and pointwise raters share
+this loop. A share of the training examples is kept aside for validation; the loop keeps the
+state with the lowest validation loss and stops after `patience` epochs without improvement.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import logging
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+import torch
+
+from selectlab.raters.backbone import Backbone
+from selectlab.raters.heads import RaterHeads
+
+log = logging.getLogger(__name__)
+
+
+class Objective(Protocol):
+    def texts_of(self, examples: np.ndarray) -> np.ndarray:
+        """Indices of the texts that `examples` read."""
+        ...
+
+    def loss(self, outputs: dict[str, torch.Tensor], rows: np.ndarray,
+             examples: np.ndarray) -> torch.Tensor:
+        """Mean loss over `examples`; text t's outputs sit at row `rows[t]` of `outputs`."""
+        ...
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    epochs: int = 200
+    lr: float = 1e-2
+    weight_decay: float = 0.0
+    batch_size: int = 64  # training examples per step
+    forward_batch_size: int = 64  # chunks per backbone forward pass
+    validation_fraction: float = 0.1
+    patience: int = 20
+    seed: int = 0
+    autocast_dtype: str = "float32"  # full fine-tuning only
+
+
+@dataclass
+class History:
+    train_loss: list[float] = field(default_factory=list)
+    validation_loss: list[float] = field(default_factory=list)
+    best_epoch: int = -1
+
+    def as_dict(self) -> dict:
+        return {"epochs_run": len(self.train_loss), "best_epoch": self.best_epoch,
+                "best_validation_loss": (min(self.validation_loss)
+                                         if self.validation_loss else None),
+                "final_train_loss": self.train_loss[-1] if self.train_loss else None}
+
+
+def optimizer_for(module: torch.nn.Module, settings: TrainSettings) -> torch.optim.Optimizer:
+    """AdamW with weight decay on weight matrices only: a decayed bias would pull every
+    prediction towards zero (a regression head's mean, a classifier's priors)."""
+    params = [p for p in module.parameters() if p.requires_grad]
+    decayed = [p for p in params if p.dim() >= 2]
+    kept = [p for p in params if p.dim() < 2]
+    return torch.optim.AdamW([{"params": decayed, "weight_decay": settings.weight_decay},
+                              {"params": kept, "weight_decay": 0.0}], lr=settings.lr)
+
+
+def split_validation(examples: np.ndarray, fraction: float,
+                     seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(fit, validation) parts of `examples`, drawn with `seed`; at least one of each when
+    there are two or more examples and fraction > 0."""
+    rng = np.random.default_rng(seed)
+    shuffled = rng.permutation(np.asarray(examples))
+    n_val = int(round(len(shuffled) * fraction))
+    if fraction > 0 and len(shuffled) >= 2:
+        n_val = min(max(n_val, 1), len(shuffled) - 1)
+    return np.sort(shuffled[n_val:]), np.sort(shuffled[:n_val])
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """Heads on cached features are tiny matrix products: extra threads only add contention
+    (tens of times slower on a busy machine), so they run on one."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def fit_frozen(features: torch.Tensor, heads: RaterHeads, objective: Objective,
+               examples: np.ndarray, settings: TrainSettings) -> History:
+    """Train `heads` on cached text features (one row per text)."""
+    with one_thread():
+        return _fit_frozen(features, heads, objective, examples, settings)
+
+
+def _fit_frozen(features: torch.Tensor, heads: RaterHeads, objective: Objective,
+                examples: np.ndarray, settings: TrainSettings) -> History:
+    fit, validation = split_validation(examples, settings.validation_fraction, settings.seed)
+    heads.fit_normalizer(features[np.unique(objective.texts_of(fit))])
+    optimizer = optimizer_for(heads, settings)
+    generator = np.random.default_rng(settings.seed)
+
+    def batch_loss(batch: np.ndarray) -> torch.Tensor:
+        needed = np.unique(objective.texts_of(batch))
+        rows = np.full(len(features), -1)
+        rows[needed] = np.arange(len(needed))
+        return objective.loss(heads(features[needed]), rows, batch)
+
+    def validation_loss() -> float:
+        with torch.no_grad():
+            return batch_loss(validation).item()
+
+    def train_epoch() -> float:
+        losses = []
+        for batch in _batches(fit, settings.batch_size, generator):
+            optimizer.zero_grad()
+            loss = batch_loss(batch)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        return float(np.mean(losses))
+
+    return _run_epochs(heads, train_epoch, validation_loss, len(validation) > 0, settings)
+
+
+def fit_full(backbone: Backbone, heads: RaterHeads, texts: Sequence[str], objective: Objective,
+             examples: np.ndarray, settings: TrainSettings) -> History:
+    """Fine-tune backbone and heads together on the texts the examples read."""
+    fit, validation = split_validation(examples, settings.validation_fraction, settings.seed)
+    model = torch.nn.ModuleDict({"backbone": backbone, "heads": heads})
+    optimizer = optimizer_for(model, settings)
+    generator = np.random.default_rng(settings.seed)
+    device = backbone.device
+
+    def batch_loss(batch: np.ndarray) -> torch.Tensor:
+        needed = np.unique(objective.texts_of(batch))
+        rows = np.full(len(texts), -1)
+        rows[needed] = np.arange(len(needed))
+        with torch.autocast(device.type, dtype=getattr(torch, settings.autocast_dtype),
+                            enabled=settings.autocast_dtype != "float32"):
+            features, _ = backbone.features([texts[i] for i in needed],
+                                            settings.forward_batch_size)
+        return objective.loss(heads(features.float()), rows, batch)
+
+    def validation_loss() -> float:
+        model.eval()
+        with torch.no_grad():
+            losses = [batch_loss(b).item() * len(b)
+                      for b in _batches(validation, settings.batch_size, None)]
+        model.train()
+        return sum(losses) / len(validation)
+
+    def train_epoch() -> float:
+        losses = []
+        for batch in _batches(fit, settings.batch_size, generator):
+            optimizer.zero_grad()
+            loss = batch_loss(batch)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        return float(np.mean(losses))
+
+    model.train()
+    history = _run_epochs(model, train_epoch, validation_loss, len(validation) > 0, settings)
+    model.eval()
+    return history
+
+
+def _batches(examples: np.ndarray, size: int, generator) -> list[np.ndarray]:
+    order = generator.permutation(examples) if generator is not None else examples
+    return [order[start:start + size] for start in range(0, len(order), size)]
+
+
+def _run_epochs(module: torch.nn.Module, train_epoch, validation_loss, validate: bool,
+                settings: TrainSettings) -> History:
+    """Epochs until `settings.epochs` or `patience` epochs without a better validation loss;
+    `module` ends in the state of its best validation loss (the last state without one)."""
+    history = History()
+    best, best_state, waited = math.inf, None, 0
+    for epoch in range(settings.epochs):
+        history.train_loss.append(train_epoch())
+        if not validate:
+            continue
+        current = validation_loss()
+        history.validation_loss.append(current)
+        if current < best:
+            best, best_state, waited = current, copy.deepcopy(module.state_dict()), 0
+            history.best_epoch = epoch
+        else:
+            waited += 1
+            if waited >= settings.patience:
+                break
+    if best_state is not None:
+        module.load_state_dict(best_state)
+    log.info("trained %d epochs, best validation loss %.4f at epoch %d",
+             len(history.train_loss), best, history.best_epoch)
+    return history
