@@ -1,0 +1,87 @@
+"""Every analysis figure and table of a run, drawn from the sampled score table.
+
+`write_figures` is what the `analysis_figures` job does: one distribution figure per score
+family, the Spearman heatmap of all scores, and with a DataMan family its Pearson heatmap and
+(with a reference-LM family) its ratings against the reference NLL, figure and table. The
+matrices behind the heatmaps are written as CSV beside them. Outputs built on raters trained
+from the judge's labels carry the judge's notes (a simulated judge says so).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from selectlab.analysis import correlation as corr
+from selectlab.analysis import figures as fig
+from selectlab.analysis import plan
+from selectlab.analysis.sample import qualified, score_names
+from selectlab.judge.dataman import CRITERIA
+from selectlab.report.tables import write_table
+from selectlab.shards import atomic_path
+
+REF_NLL = "ref_nll"
+RATING_LABELS = {key: name for key, (name, _) in CRITERIA.items()}
+
+
+@dataclass(frozen=True)
+class FigureJob:
+    families: list[str]  # score families, config order
+    rater_families: list[str]
+    dataman: str | None
+    refppl: str | None
+    notes: list[str]  # the judge's caveats
+    nll_note: str  # what the reference NLL is (model, tokens scored)
+    figures_dir: Path
+    matrices_dir: Path
+    tables_dir: Path | None  # the DataMan-vs-NLL table's
+
+    def notes_for(self, families: list[str]) -> list[str]:
+        return self.notes if set(families) & set(self.rater_families) else []
+
+
+def write_figures(frame: pd.DataFrame, job: FigureJob) -> list[Path]:
+    size = f"{len(frame):,} documents"
+    written = []
+    for family in job.families:
+        columns = corr.paper_order(score_names(frame, [family]), job.dataman)
+        written.append(fig.plot_distributions(
+            frame, columns, job.figures_dir / f"{plan.DISTRIBUTION_PREFIX}{family}.png",
+            title=f"{family}: score distributions per source ({size})",
+            notes=job.notes_for([family])))
+    every = corr.paper_order(score_names(frame, job.families), job.dataman)
+    written.append(write_heatmap(frame, every, "spearman", plan.SPEARMAN,
+                                 f"Spearman correlation of {len(every)} scores ({size})",
+                                 job.notes_for(job.families), job))
+    if job.dataman:
+        ratings = corr.dataman_columns(frame, job.dataman)
+        written.append(write_heatmap(frame, ratings, "pearson", plan.DATAMAN_PEARSON,
+                                     f"Pearson correlation of DataMan's ratings ({size})",
+                                     job.notes, job))
+        if job.refppl:
+            written.append(write_ratings_vs_nll(frame, ratings, job))
+    return written
+
+
+def write_heatmap(frame: pd.DataFrame, columns: list[str], method: str, name: str, title: str,
+                  notes: list[str], job: FigureJob) -> Path:
+    matrix = corr.correlation_matrix(frame, columns, method)
+    job.matrices_dir.mkdir(parents=True, exist_ok=True)
+    with atomic_path(job.matrices_dir / f"{name}.csv") as tmp:
+        matrix.to_csv(tmp)
+    return fig.plot_heatmap(matrix, job.figures_dir / f"{name}.png", title=title,
+                            colorbar_label=f"{method.capitalize()} correlation", notes=notes)
+
+
+def write_ratings_vs_nll(frame: pd.DataFrame, ratings: list[str], job: FigureJob) -> Path:
+    nll = qualified(job.refppl, REF_NLL)
+    rho = corr.spearman_against(frame, ratings, nll)
+    notes = [*job.notes, job.nll_note]
+    table = rho.assign(rating=[RATING_LABELS.get(r, r) for r in rho["rating"]])
+    table.attrs = dict(rho.attrs)
+    write_table(table, job.tables_dir / f"{plan.DATAMAN_VS_NLL_TABLE}.csv",
+                job.tables_dir / f"{plan.DATAMAN_VS_NLL_TABLE}.md", notes)
+    return fig.plot_ratings_vs_nll(frame, ratings, nll, rho, RATING_LABELS,
+                                   job.figures_dir / f"{plan.DATAMAN_VS_NLL}.png", notes=notes)

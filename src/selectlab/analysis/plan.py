@@ -1,0 +1,101 @@
+"""Which analysis outputs a configuration has, and how the report names them.
+
+Plain functions of the config without pandas: the workflow imports this module while it builds
+the job graph. A *score family* is every configured annotation family except the embedding
+(a vector, not a score); each gets a distribution figure. DataMan's figures and tables exist
+when a family annotates with the DataMan rater; the ratings-vs-likelihood analysis also needs a
+reference-LM family.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SCORELESS_KINDS = ("embedding",)
+RATER_KINDS = ("rater", "rater_generative")
+DEFAULT_SAMPLE_ROWS = 200_000  # Meta-rater computes its correlations on 200k documents
+DISTRIBUTION_PREFIX = "analysis_distribution_"
+SPEARMAN = "analysis_spearman"
+DATAMAN_PEARSON = "analysis_dataman_pearson"
+DATAMAN_VS_NLL = "analysis_dataman_vs_nll"
+DATAMAN_VS_NLL_TABLE = "analysis_dataman_vs_nll_spearman"
+DATAMAN_CORPUS = "analysis_dataman_corpus"
+DATAMAN_DOMAIN_MEANS = "analysis_dataman_domain_means"
+HEADINGS = {
+    SPEARMAN: "Spearman correlation of all scores",
+    DATAMAN_PEARSON: "DataMan: Pearson correlation of the 14 ratings",
+    DATAMAN_VS_NLL: "DataMan: ratings vs reference-LM negative log-likelihood",
+    DATAMAN_VS_NLL_TABLE: "DataMan: Spearman correlation of each rating with reference-LM NLL",
+    DATAMAN_CORPUS: "DataMan: documents by domain, overall score and source",
+    DATAMAN_DOMAIN_MEANS: "DataMan: mean rating per domain",
+}
+
+
+@dataclass(frozen=True)
+class AnalysisPlan:
+    families: dict[str, str]  # score family -> its kind, in config order
+    dataman: str | None  # the family that annotates with the DataMan rater
+    refppl: str | None  # the reference-LM family
+    sample_rows: int
+    seed: int
+
+    def figures(self) -> list[str]:
+        names = [DISTRIBUTION_PREFIX + family for family in self.families]
+        names += [SPEARMAN] if self.families else []
+        names += [DATAMAN_PEARSON] if self.dataman else []
+        names += [DATAMAN_VS_NLL] if self.dataman and self.refppl else []
+        return names
+
+    def figure_tables(self) -> list[str]:
+        """Tables written with the figures (from the sample)."""
+        return [DATAMAN_VS_NLL_TABLE] if self.dataman and self.refppl else []
+
+    def tables(self) -> list[str]:
+        return ([DATAMAN_CORPUS, DATAMAN_DOMAIN_MEANS] if self.dataman else []) + (
+            self.figure_tables())
+
+    def rater_families(self) -> list[str]:
+        """Families scored by raters trained on the judge's labels (they carry its notes)."""
+        return [name for name, kind in self.families.items() if kind in RATER_KINDS]
+
+
+def is_dataman(family: dict) -> bool:
+    return family["kind"] in RATER_KINDS and family.get("rater") == "dataman"
+
+
+def analysis_plan(config: dict) -> AnalysisPlan:
+    families = config["annotate"]["families"]
+    scored = {name: f["kind"] for name, f in families.items()
+              if f["kind"] not in SCORELESS_KINDS}
+    dataman = next((name for name, f in families.items() if is_dataman(f)), None)
+    refppl = next((name for name, f in families.items() if f["kind"] == "refppl"), None)
+    section = config.get("analysis") or {}
+    return AnalysisPlan(scored, dataman, refppl,
+                        int(section.get("sample_rows", DEFAULT_SAMPLE_ROWS)), int(config["seed"]))
+
+
+def heading(name: str) -> str:
+    if name.startswith(DISTRIBUTION_PREFIX):
+        return f"Score distributions per source: {name.removeprefix(DISTRIBUTION_PREFIX)}"
+    return HEADINGS[name]
+
+
+def caption_stem(name: str) -> str:
+    """The caption file (report/<stem>.rst) of an output: one for all distribution figures."""
+    return "analysis_distribution" if name.startswith(DISTRIBUTION_PREFIX) else name
+
+
+def matrices(plan: AnalysisPlan) -> list[str]:
+    """The correlation matrices written beside the heatmaps (analysis/<name>.csv)."""
+    return [n for n in plan.figures() if n in (SPEARMAN, DATAMAN_PEARSON)]
+
+
+def figure_params(config: dict, notes: list[str]) -> dict:
+    """What `selectlab analysis figures` needs: the plan, the judge's notes, and what the
+    reference NLL is."""
+    plan = analysis_plan(config)
+    refppl = config["annotate"]["families"][plan.refppl] if plan.refppl else None
+    return {"families": plan.families, "rater_families": plan.rater_families(),
+            "dataman": plan.dataman, "refppl": plan.refppl, "notes": list(notes),
+            "refppl_settings": ({"model": refppl["model"], "max_tokens": refppl["max_tokens"]}
+                                if refppl else None)}

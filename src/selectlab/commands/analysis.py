@@ -1,0 +1,108 @@
+"""`selectlab analysis`: sample the annotated corpus, draw the analysis figures, and write
+DataMan's corpus tables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from selectlab.commands import add_action, json_arg
+
+
+def sample(args) -> dict:
+    import pyarrow.parquet as pq
+
+    from selectlab.analysis.sample import sample_table, sidecars_by_family
+    from selectlab.shards import atomic_path, write_json
+
+    sidecars = sidecars_by_family(args.meta, args.sidecars)
+    table, summary = sample_table(args.meta, sidecars, args.params["sample_rows"],
+                                  args.params["seed"])
+    with atomic_path(args.out) as tmp:
+        pq.write_table(table, tmp)
+    write_json(args.summary, summary)
+    return {"documents": summary["documents"], "sampled": summary["sampled"],
+            "columns": table.num_columns}
+
+
+def nll_note(refppl: dict) -> str:
+    return (f"NLL: the reference LM's ({refppl['model']}) mean negative log-likelihood per "
+            f"token, over each document's first {refppl['max_tokens']} tokens.")
+
+
+def figures(args) -> dict:
+    import pyarrow.parquet as pq
+
+    from selectlab.analysis.outputs import FigureJob, write_figures
+    from selectlab.analysis.sample import to_frame
+
+    p = args.params
+    job = FigureJob(families=list(p["families"]), rater_families=p["rater_families"],
+                    dataman=p["dataman"], refppl=p["refppl"], notes=p["notes"],
+                    nll_note=nll_note(p["refppl_settings"]) if p["refppl"] else "",
+                    figures_dir=Path(args.figures_dir), matrices_dir=Path(args.matrices_dir),
+                    tables_dir=Path(args.tables_dir) if args.tables_dir else None)
+    if job.dataman and job.refppl and job.tables_dir is None:
+        raise ValueError("the DataMan-vs-NLL table needs --tables-dir")
+    written = write_figures(to_frame(pq.read_table(args.sample)), job)
+    return {"figures": [str(path) for path in written]}
+
+
+def dataman_tables(args) -> dict:
+    from selectlab.analysis import dataman_tables as dt
+    from selectlab.analysis.sample import sidecars_by_family
+    from selectlab.report.tables import write_table
+
+    sidecars = sidecars_by_family(args.meta, args.sidecars)
+    if len(sidecars) != 1:
+        raise ValueError(f"expected the sidecars of one DataMan family, got {sorted(sidecars)}")
+    counts, sums, reasons = [], [], []
+    for meta, sidecar in zip(args.meta, next(iter(sidecars.values())), strict=True):
+        frame = dt.read_dataman_shard(meta, sidecar)
+        counts.append(dt.shard_counts(frame))
+        sums.append(dt.shard_domain_sums(frame))
+        reasons.append(dt.missing_reasons(frame))
+    corpus = dt.corpus_table(dt.add_counts(counts))
+    total = int(corpus["documents"].iloc[-1])
+    notes = [*args.notes, *dt.reasons_note(dt.add_indexed(reasons), total),
+             "Tokens are the run tokenizer's (meta n_tokens); shares are within each group."]
+    write_table(corpus, Path(args.out_corpus_csv), Path(args.out_corpus_md), notes)
+    means = dt.domain_means_table(dt.add_indexed(sums))
+    write_table(means, Path(args.out_means_csv), Path(args.out_means_md),
+                [*args.notes, *dt.reasons_note(dt.add_indexed(reasons), total)])
+    return {"documents": total, "domains": len(means)}
+
+
+def _notes(text: str) -> list[str]:
+    value = json.loads(text)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError("--notes must be a JSON list of strings")
+    return value
+
+
+def register(stages) -> None:
+    parser = stages.add_parser("analysis", help="score distributions, correlations, DataMan "
+                               "corpus tables")
+    actions = parser.add_subparsers(dest="action", required=True)
+    p = add_action(actions, "sample", sample, "one table of sampled documents with every score")
+    p.add_argument("--params", type=json_arg, required=True, help="{sample_rows, seed}")
+    p.add_argument("--meta", nargs="+", required=True, help="meta sidecars, one per shard")
+    p.add_argument("--sidecars", nargs="+", required=True,
+                   help="attributes/{family}/{shard}.parquet of the score families")
+    p.add_argument("--out", required=True)
+    p.add_argument("--summary", required=True)
+    p = add_action(actions, "figures", figures, "distribution, heatmap and NLL figures")
+    p.add_argument("--params", type=json_arg, required=True, help="the analysis plan and notes")
+    p.add_argument("--sample", required=True)
+    p.add_argument("--figures-dir", required=True)
+    p.add_argument("--tables-dir", help="where the DataMan-vs-NLL table goes (when drawn)")
+    p.add_argument("--matrices-dir", required=True)
+    p = add_action(actions, "dataman-tables", dataman_tables,
+                   "documents by domain, score and source; mean rating per domain")
+    p.add_argument("--meta", nargs="+", required=True)
+    p.add_argument("--sidecars", nargs="+", required=True, help="the DataMan family's sidecars")
+    p.add_argument("--notes", type=_notes, default=[], help="JSON list of caveats")
+    p.add_argument("--out-corpus-csv", required=True)
+    p.add_argument("--out-corpus-md", required=True)
+    p.add_argument("--out-means-csv", required=True)
+    p.add_argument("--out-means-md", required=True)
