@@ -3,6 +3,7 @@ rule select:
     input:
         meta=expand(f"{RUN}/attributes/meta/{{shard}}.parquet", shard=SHARDS),
         scores=selection_sidecars,
+        upstream=selection_upstream,
     output:
         selection=f"{RUN}/selections/{{variant}}/selection.parquet",
         manifest=f"{RUN}/selections/{{variant}}/manifest.json",
@@ -17,9 +18,12 @@ rule select:
         cfg=lambda w: json_param(cfg.resolve_selection(config, w.variant)),
         attributes_dir=lambda w, input: os.path.dirname(os.path.dirname(input.meta[0])),
         out_dir=parent_dir("manifest"),
+        upstream=lambda w, input: (
+            f"--upstream {input.upstream}" if input.upstream else ""
+        ),
     shell:
         "selectlab select run --params {params.cfg:q} --attributes-dir {params.attributes_dir}"
-        " --meta {input.meta} --out-dir {params.out_dir} > {log} 2>&1"
+        " --meta {input.meta} {params.upstream} --out-dir {params.out_dir} > {log} 2>&1"
 
 
 rule pack:

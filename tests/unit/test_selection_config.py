@@ -1,0 +1,111 @@
+"""Variant configs: the schema checks each method's params; every variant of the shipped
+configs (embedded default, tests-only, full scale) resolves to a selection and a pretraining."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+from selectlab import config as cfg
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA = str(REPO / "config" / "schema" / "config.schema.yaml")
+CONFIGS = {name: REPO / path for name, path in
+           {"default": "config/config.yaml", "test": ".test/config.yaml",
+            "paper": "config/paper.yaml"}.items()}
+# Sections of config/paper.yaml this stage owns; the judge and annotate sections come from
+# their stages, so the paper's sections are checked inside the embedded default.
+SELECTION_SECTIONS = ("models", "pretrain", "selection", "variants", "metarater", "evaluation")
+
+
+def load(name: str) -> dict:
+    return yaml.safe_load(CONFIGS[name].read_text())
+
+
+def checked(name: str) -> dict:
+    config = load(name)
+    if name == "paper":
+        config = load("default") | {key: config[key] for key in SELECTION_SECTIONS}
+    return config
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_shipped_configs_validate_and_every_variant_resolves(name):
+    config = checked(name)
+    validate(config, SCHEMA)
+    proxies = [name for search in cfg.metarater_searches(config)
+               for name in cfg.proxy_names(config, search)[:3]]
+    names = list(config["variants"]) + proxies
+    for variant in names:
+        selection = cfg.resolve_selection(config, variant)
+        assert selection["budget_tokens"] > 0
+        cfg.resolve_pretrain(config, variant)
+        cfg.selection_raters(config, variant)
+        for parent in [cfg.init_variant(config, variant)]:
+            assert parent is None or parent in config["variants"]
+    for search, proxies in cfg.metarater_fits(config):
+        assert cfg.resolve_metarater_fit(config, search, proxies)["proxies_used"] == proxies
+
+
+def test_paper_config_lists_every_family_of_the_three_papers():
+    config = load("paper")
+    families = {v["family"] for v in config["variants"].values()}
+    assert {"baseline", "qurating", "qurating_curriculum", "dataman", "dataman_level",
+            "dataman_domain", "budget_60b", "metarater_baseline", "metarater",
+            "metarater_combination", "metarater_proxies", "metarater_ablation",
+            "scale"} <= families
+    methods = {v["method"] for v in config["variants"].values()}
+    assert methods >= {"uniform", "rating_sample", "rating_mix", "topk", "score_level", "dsir",
+                       "semdedup", "mean_rating", "intersection", "metarater", "curriculum"}
+    dataman = [v for v in config["variants"].values() if v["family"] == "dataman"]
+    assert len(dataman) == 13
+    assert all(v["params"]["strata"] == ["set_name", "dataman.domain"] for v in dataman)
+    proxies = {s: cfg.metarater_searches(config)[s]["proxies"] for s in ("prrc4", "all25")}
+    assert proxies == {"prrc4": 256, "all25": 512}
+    assert len(cfg.metarater_searches(config)["all25"]["scores"]) == 25
+    assert sorted(n for s, n in cfg.metarater_fits(config) if s == "all25") == [32, 64, 128, 256,
+                                                                             512]
+    assert config["selection"]["budget_tokens"] == 30_000_000_000
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda v: v["params"].update(tau=-1), "tau"),
+    (lambda v: v["params"].update(temperature=2), "temperature"),
+    (lambda v: v["params"].update(score="educational_value"), "educational_value"),
+    (lambda v: v.update(method="gumbel"), "gumbel"),
+    (lambda v: v["params"].update(strata=["source"]), "source"),
+])
+def test_schema_rejects_bad_params_per_method(mutate, message):
+    config = load("default")
+    variant = {"family": "qurating", "method": "rating_sample",
+               "params": {"score": "qurater.educational_value", "tau": 2.0}}
+    config["variants"]["edu"] = copy.deepcopy(variant)
+    validate(copy.deepcopy(config), SCHEMA)
+    mutate(config["variants"]["edu"])
+    with pytest.raises(WorkflowError) as error:
+        validate(config, SCHEMA)
+    assert message in str(error.value)
+
+
+def test_schema_reserves_proxy_names_and_checks_searches():
+    config = load("default")
+    config["variants"]["model_free__proxy001"] = {"family": "baseline", "method": "uniform"}
+    with pytest.raises(WorkflowError):
+        validate(config, SCHEMA)
+    config = load("default")
+    config["metarater"]["searches"]["model_free"]["proxies"] = 1
+    with pytest.raises(WorkflowError):
+        validate(config, SCHEMA)
+
+
+@pytest.mark.parametrize("name", ["default", "test"])
+def test_runnable_configs_only_read_sidecars_their_annotation_writes(name):
+    config = load(name)
+    families = set(config["annotate"]["families"])
+    for variant in list(config["variants"]) + cfg.proxy_variant_names(config):
+        assert set(cfg.selection_raters(config, variant)) <= families, variant
