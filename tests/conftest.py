@@ -51,3 +51,20 @@ def tiny_tokenizer_dir(tmp_path_factory, sample_texts) -> Path:
     out = tmp_path_factory.mktemp("tokenizer")
     train_bpe_tokenizer(sample_texts, 400, out)
     return out
+
+
+def save_random_llama(directory: Path, tokenizer, hidden_size: int, layers: int) -> str:
+    """A randomly initialised Llama for `tokenizer`, saved with it to `directory` (no download)."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=hidden_size,
+                         intermediate_size=2 * hidden_size, num_hidden_layers=layers,
+                         num_attention_heads=2, num_key_value_heads=2,
+                         max_position_embeddings=8192, eos_token_id=tokenizer.eos_token_id,
+                         bos_token_id=tokenizer.eos_token_id,
+                         pad_token_id=tokenizer.pad_token_id)
+    LlamaForCausalLM(config).save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return str(directory)

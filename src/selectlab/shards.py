@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import hashlib
 import io
 import json
 import os
@@ -187,6 +188,22 @@ def write_documents(path: str | Path, documents: Iterable[Document], level: int 
                 out.write(json.dumps(doc.to_record(), ensure_ascii=False).encode("utf-8") + b"\n")
                 count += 1
     return count
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write `data` through a temporary sibling, flushed to disk before it takes the name."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def sha256_file(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def write_json(path: str | Path, payload: object) -> None:

@@ -7,7 +7,6 @@ token offset, so that selection never needs a second pass over the text.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import shutil
 from collections.abc import Iterable, Iterator
@@ -17,7 +16,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from selectlab.shards import Document, ReadReport, atomic_path, iter_documents, write_json
+from selectlab.shards import (
+    Document,
+    ReadReport,
+    atomic_path,
+    iter_documents,
+    sha256_file,
+    write_json,
+)
 
 EOS_TOKEN = "<|endoftext|>"
 PAD_TOKEN = "<|pad|>"
@@ -90,14 +96,7 @@ def batched(items: Iterable, size: int) -> Iterator[list]:
 
 
 def sha256_files(paths: Iterable[str | Path]) -> dict[str, str]:
-    checksums = {}
-    for path in paths:
-        digest = hashlib.sha256()
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-        checksums[str(path)] = digest.hexdigest()
-    return checksums
+    return {str(path): sha256_file(path) for path in paths}
 
 
 def tokenize_shard(

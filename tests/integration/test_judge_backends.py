@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import save_random_llama
 
 from selectlab.judge import dataman, prrc, qurating
 from selectlab.judge.parse import OK, PARSE_ERROR
@@ -234,23 +235,11 @@ if __name__ == "__main__":  # vLLM's CPU workers re-import the main module
 
 def tiny_llama(directory: Path) -> str:
     """A random 2-layer Llama with a byte-level BPE tokenizer trained on a few sentences."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
     from selectlab.tokens import load_tokenizer, train_bpe_tokenizer
 
     texts = list(TEXTS.values()) * 20
     train_bpe_tokenizer(texts, 400, directory)
-    tokenizer = load_tokenizer(directory)
-    torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=128, intermediate_size=256,
-                         num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
-                         max_position_embeddings=8192, eos_token_id=tokenizer.eos_token_id,
-                         bos_token_id=tokenizer.eos_token_id,
-                         pad_token_id=tokenizer.pad_token_id)
-    LlamaForCausalLM(config).save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    return str(directory)
+    return save_random_llama(directory, load_tokenizer(directory), hidden_size=128, layers=2)
 
 
 @pytest.mark.skipif(not VLLM_PYTHON.exists(),

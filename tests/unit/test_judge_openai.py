@@ -12,6 +12,7 @@ import threading
 
 import pandas as pd
 import pytest
+from conftest import save_random_llama
 
 from selectlab.judge import prrc, qurating
 from selectlab.judge.openai_backend import OpenAIJudge
@@ -24,21 +25,9 @@ SECRET = "sk-test-5f1c0ffee0ddba11"
 
 def tiny_llama(directory, tokenizer_dir) -> str:
     """A random 1-layer Llama saved with the tiny test tokenizer (no download needed)."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
     from selectlab.tokens import load_tokenizer
 
-    tokenizer = load_tokenizer(tokenizer_dir)
-    torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
-                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
-                         max_position_embeddings=8192, eos_token_id=tokenizer.eos_token_id,
-                         bos_token_id=tokenizer.eos_token_id,
-                         pad_token_id=tokenizer.pad_token_id)
-    LlamaForCausalLM(config).save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    return str(directory)
+    return save_random_llama(directory, load_tokenizer(tokenizer_dir), hidden_size=32, layers=1)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import pytest
 
 from selectlab.report.figures import pearson, plot_loss_curves, plot_ppl_vs_icl, spearman
 from selectlab.report.html import ReportSection, render_html_report, rst_to_html, table_section
-from selectlab.report.tables import write_table
+from selectlab.report.table_files import write_table
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

@@ -8,6 +8,7 @@ import math
 import pandas as pd
 import pytest
 
+from selectlab.report.table_files import read_markdown_notes, write_table
 from selectlab.report.tables import (
     AVERAGE,
     TEST_PPL,
@@ -17,8 +18,6 @@ from selectlab.report.tables import (
     main_table,
     perplexity_by_source_table,
     read_eval_results,
-    read_markdown_notes,
-    write_table,
 )
 
 GROUPS = ["reading comprehension", "commonsense"]

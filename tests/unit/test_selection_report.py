@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from selectlab.report import selection_figures as sf
-from selectlab.report.tables import AVERAGE, write_table
+from selectlab.report.table_files import write_table
+from selectlab.report.tables import AVERAGE
 from selectlab.selection.metarater import FitSettings as Fit
 from selectlab.selection.metarater import ProxyResult, RegressorSettings, fit_search, proxy_weights
 

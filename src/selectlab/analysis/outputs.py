@@ -19,7 +19,7 @@ from selectlab.analysis import figures as fig
 from selectlab.analysis import plan
 from selectlab.analysis.sample import qualified, score_names
 from selectlab.judge.dataman import CRITERIA
-from selectlab.report.tables import write_table
+from selectlab.report.table_files import write_table
 from selectlab.shards import atomic_path
 
 REF_NLL = "ref_nll"

@@ -15,7 +15,8 @@ import numpy as np
 import pyarrow as pa
 
 from selectlab.annotate.base import MISSING_REASON
-from selectlab.annotate.torch_models import TorchAnnotator, clip_texts, pad_batch, torch_dtype
+from selectlab.annotate.torch_models import TorchAnnotator, clip_texts, pad_batch
+from selectlab.devices import torch_dtype
 from selectlab.shards import Document
 
 MINILM = "minilm"

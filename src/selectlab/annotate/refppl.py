@@ -23,7 +23,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from selectlab.annotate.base import MISSING_REASON
-from selectlab.annotate.torch_models import TorchAnnotator, clip_texts, pad_batch, torch_dtype
+from selectlab.annotate.torch_models import TorchAnnotator, clip_texts, pad_batch
+from selectlab.devices import torch_dtype
 from selectlab.shards import Document
 
 SMOLLM2_GGUF = "smollm2-gguf"

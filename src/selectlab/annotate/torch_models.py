@@ -11,30 +11,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from selectlab.annotate.base import Annotator, length_sorted_batches
+from selectlab.devices import select_device, torch_dtype
 
-DTYPES = ("float32", "bfloat16", "float16")
 # No byte-level BPE or WordPiece token of natural text is anywhere near this long, so cutting a
 # text at max_tokens * this many characters before tokenising never changes its first
 # max_tokens tokens, and a 1 MB document costs no more than a short one.
 CHARS_PER_TOKEN_BOUND = 64
-
-
-def select_device(gpus: int) -> str:
-    import torch
-
-    if gpus <= 0:
-        return "cpu"
-    if not torch.cuda.is_available():
-        raise ValueError(f"the job asked for {gpus} GPU(s) but torch sees none")
-    return "cuda:0"
-
-
-def torch_dtype(name: str):
-    import torch
-
-    if name not in DTYPES:
-        raise ValueError(f"dtype must be one of {DTYPES}, got {name!r}")
-    return getattr(torch, name)
 
 
 def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int):

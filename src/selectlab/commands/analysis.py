@@ -51,7 +51,7 @@ def figures(args) -> dict:
 def dataman_tables(args) -> dict:
     from selectlab.analysis import dataman_tables as dt
     from selectlab.analysis.sample import sidecars_by_family
-    from selectlab.report.tables import write_table
+    from selectlab.report.table_files import write_table
 
     sidecars = sidecars_by_family(args.meta, args.sidecars)
     if len(sidecars) != 1:

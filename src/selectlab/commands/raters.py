@@ -51,7 +51,7 @@ def train(args) -> dict:
 
 def tables(args) -> dict:
     from selectlab.raters.tables import rater_tables
-    from selectlab.report.tables import write_table
+    from selectlab.report.table_files import write_table
 
     records = {}
     for path in args.metrics:

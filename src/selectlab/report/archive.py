@@ -11,7 +11,6 @@ import gzip
 import hashlib
 import importlib.metadata
 import io
-import json
 import os
 import platform
 import re
@@ -22,18 +21,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
+from selectlab.shards import atomic_write_bytes, sha256_file
+
 MANIFEST_NAME = "MANIFEST.sha256"
 REDACTED = "<redacted>"
 UNKNOWN = "unknown"
 _CHUNK = 1 << 20
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def manifest_text(checksums: Mapping[str, str]) -> str:
@@ -154,13 +147,6 @@ def provenance_record(
     }
 
 
-def write_json(path: Path, record: Any) -> Path:
-    """Stable JSON (sorted keys, 2-space indent, trailing newline), written atomically."""
-    text = json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    atomic_write_bytes(Path(path), text.encode("utf-8"))
-    return Path(path)
-
-
 def _check_member_name(name: str) -> str:
     posix = PurePosixPath(name)
     if not name or posix.is_absolute() or ".." in posix.parts or "\\" in name:
@@ -227,23 +213,6 @@ def build_archive(out_path: Path, members: dict[str, Path]) -> None:
             os.fsync(raw.fileno())
         os.chmod(tmp_name, 0o644)
         os.replace(tmp_name, out_path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write through a temporary file in the same folder so readers never see half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp_name, 0o644)
-        os.replace(tmp_name, path)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise

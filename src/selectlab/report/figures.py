@@ -19,8 +19,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter
 
-from selectlab.report.archive import atomic_write_bytes
 from selectlab.report.tables import AVERAGE, VAL_PPL
+from selectlab.shards import atomic_write_bytes
 
 DPI = 150
 # Pinned so a user's matplotlibrc cannot change the pixels.

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from selectlab.report.archive import atomic_write_bytes
-from selectlab.report.tables import (
+from selectlab.report.table_files import (
     format_cell,
     is_numeric_column,
     read_markdown_notes,
 )
+from selectlab.shards import atomic_write_bytes
 
 
 @dataclass(frozen=True)

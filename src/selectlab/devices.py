@@ -1,0 +1,29 @@
+"""Where a model job runs and in which precision: shared by annotation and rater training.
+
+torch is imported inside the functions so that CPU-only stages importing their modules stay
+light.
+"""
+
+from __future__ import annotations
+
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+def select_device(gpus: int) -> str:
+    """'cpu' for a job without GPUs, else the first visible GPU; a GPU job on a machine whose
+    torch sees none is an error, not a silent fall-back to a CPU run hours longer."""
+    import torch
+
+    if gpus <= 0:
+        return "cpu"
+    if not torch.cuda.is_available():
+        raise ValueError(f"the job asked for {gpus} GPU(s) but torch sees none")
+    return "cuda:0"
+
+
+def torch_dtype(name: str):
+    import torch
+
+    if name not in DTYPES:
+        raise ValueError(f"dtype must be one of {DTYPES}, got {name!r}")
+    return getattr(torch, name)
