@@ -17,10 +17,17 @@ validate(config, "config/schema/config.schema.yaml")
 
 include: "rules/common.smk"
 include: "rules/corpus.smk"
+include: "rules/judge.smk"
+include: "rules/raters.smk"
+include: "rules/annotate.smk"
+include: "rules/analysis.smk"
 include: "rules/select.smk"
+include: "rules/metarater.smk"
 include: "rules/pretrain.smk"
 include: "rules/evaluate.smk"
 include: "rules/report.smk"
+include: "rules/paper.smk"
+include: "rules/containers.smk"
 
 
 rule all:

@@ -86,6 +86,26 @@ if annotate_cfg.needs_reference_lm(config):
             "selectlab annotate prepare-reference-lm --out-dir {output} > {log} 2>&1"
 
 
+# One family's throughput row, written once all its shards are annotated: selection waits on
+# this table instead of on every shard's sidecar (rules/select.smk).
+rule family_throughput:
+    input:
+        lambda w: expand(f"{LOGS}/annotate/{w.family}/{{shard}}.json", shard=SHARDS),
+    output:
+        csv=f"{RUN}/attributes/{{family}}/throughput.csv",
+        md=f"{RUN}/attributes/{{family}}/throughput.md",
+    log:
+        f"{LOGS}/family_throughput/{{family}}.log",
+    container:
+        CONTAINERS["cpu"]
+    resources:
+        mem_mb=2000,
+        runtime=15,
+    shell:
+        "selectlab annotate throughput --stats {input} --out-csv {output.csv}"
+        " --out-md {output.md} > {log} 2>&1"
+
+
 rule annotation_throughput:
     input:
         expand(

@@ -33,9 +33,11 @@ rule eval_perplexity:
         CONTAINERS["train"]
     threads: 2
     resources:
-        mem_mb=8000,
+        mem_mb=lambda w: eval_mem_mb(w.variant),
         runtime=120,
-        gpu=0,
+        gpu=eval_gpu(),
+        gpu_model=lambda w: eval_gpu_resource(w.variant, "gpu_model"),
+        cpus_per_gpu=lambda w: eval_gpu_resource(w.variant, "cpus_per_gpu"),
     params:
         cfg=lambda w: json_param(
             config["evaluation"]["perplexity"]
@@ -62,9 +64,11 @@ rule eval_icl:
         CONTAINERS["train"]
     threads: 2
     resources:
-        mem_mb=8000,
+        mem_mb=lambda w: eval_mem_mb(w.variant),
         runtime=240,
-        gpu=0,
+        gpu=eval_gpu(),
+        gpu_model=lambda w: eval_gpu_resource(w.variant, "gpu_model"),
+        cpus_per_gpu=lambda w: eval_gpu_resource(w.variant, "cpus_per_gpu"),
     params:
         cfg=json_param(
             {k: ICL[k] for k in ("tasks", "batch_size", "dtype", "limit") if k in ICL}

@@ -12,19 +12,29 @@ rule pretrain:
     log:
         f"{LOGS}/pretrain/{{variant}}.log",
     container:
-        CONTAINERS["train"]
+        pretrain_container
     threads: 2
     resources:
-        mem_mb=8000,
-        runtime=240,
-        gpu=0,
+        mem_mb=lambda w: preset_resource(w.variant, "mem_mb", 8000),
+        runtime=lambda w: preset_resource(w.variant, "runtime", 240),
+        nodes=lambda w: pretrain_nodes(w.variant),
+        gpu=lambda w: pretrain_gpu_resources(w.variant)["gpu"],
+        gpu_model=lambda w: pretrain_gpu_resources(w.variant)["gpu_model"],
+        gres=lambda w: pretrain_gpu_resources(w.variant)["gres"],
+        cpus_per_gpu=lambda w: pretrain_gpu_resources(w.variant)["cpus_per_gpu"],
+        tasks=lambda w: pretrain_mpi_resources(w.variant)["tasks"],
+        tasks_per_gpu=lambda w: pretrain_mpi_resources(w.variant)["tasks_per_gpu"],
+        mpi=lambda w: pretrain_mpi_resources(w.variant)["mpi"],
     params:
         cfg=lambda w: json_param(cfg.resolve_pretrain(config, w.variant)),
         checkpoints=lambda w, output: os.path.join(
             os.path.dirname(output.model), "checkpoints"
         ),
         init=lambda w, input: f"--init-from {input.init}" if input.init else "",
+        launcher=lambda w: pretrain_launcher(w.variant),
+        gpus=lambda w: pretrain_gpu(w.variant),
     shell:
-        "selectlab pretrain --data {input.data} --tokenizer {input.tokenizer} {params.init}"
-        " --params {params.cfg:q} --gpus {resources.gpu} --out-dir {output.model}"
+        "{params.launcher}selectlab pretrain --data {input.data} --tokenizer {input.tokenizer}"
+        " {params.init} --params {params.cfg:q} --gpus {params.gpus} --nodes {resources.nodes}"
+        " --out-dir {output.model}"
         " --checkpoint-dir {params.checkpoints} --log-csv {output.train_log} > {log} 2>&1"

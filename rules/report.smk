@@ -1,7 +1,17 @@
 # Report: tables, figures, an HTML page, provenance and one archive of everything a reader needs.
-TABLE_NAMES = ["main", "perplexity_by_source", "icl_by_task"]
-FIGURE_NAMES = ["ppl_vs_icl", "loss_curves"]
-CAPTION = {"main": "main_table"}
+TABLE_NAMES = ["main", "perplexity_by_source", "icl_by_task", "selection_overlap"]
+# Meta-rater's figures show each search fitted on the most proxies any variant uses.
+METARATER_FITS = cfg.metarater_figure_fits(config)
+METARATER_FIGURES = [
+    "metarater_fit",
+    "metarater_weights",
+    "metarater_proxies",
+    "metarater_pca",
+]
+FIGURE_NAMES = ["ppl_vs_icl", "loss_curves", "selection_overlap"] + (
+    METARATER_FIGURES if METARATER_FITS else []
+)
+CAPTION = {"main": "main_table", "selection_overlap": "selection_overlap_table"}
 ENVIRONMENTS = ["cpu", "train"]
 
 
@@ -11,6 +21,9 @@ rule tables:
             f"{RUN}/eval/{{variant}}/{{kind}}.json",
             variant=VARIANTS,
             kind=["perplexity", "icl"],
+        ),
+        selections=expand(
+            f"{RUN}/selections/{{variant}}/selection.parquet", variant=VARIANTS
         ),
     output:
         **{
@@ -32,13 +45,15 @@ rule tables:
         out_dir=parent_dir("main_csv"),
     shell:
         "selectlab report tables --params {params.cfg:q} --eval-dir {params.eval_dir}"
-        " --out-dir {params.out_dir} > {log} 2>&1"
+        " --selections {input.selections} --out-dir {params.out_dir} > {log} 2>&1"
 
 
 rule figures:
     input:
         main=f"{RUN}/tables/main.csv",
         train_logs=expand(f"{RUN}/models/{{variant}}/train_log.csv", variant=VARIANTS),
+        overlap=f"{RUN}/tables/selection_overlap.csv",
+        fits=[cfg.metarater_weights_path(RUN, s, n) for s, n in METARATER_FITS],
     output:
         **{
             name: report(
@@ -55,20 +70,29 @@ rule figures:
     params:
         cfg=json_param(report_params()),
         out_dir=parent_dir("ppl_vs_icl"),
+        metarater=json_param(cfg.metarater_report(config)),
+        fits=lambda w, input: f"--fits {input.fits}" if input.fits else "",
     shell:
         "selectlab report figures --params {params.cfg:q} --main-table {input.main}"
-        " --train-logs {input.train_logs} --out-dir {params.out_dir} > {log} 2>&1"
+        " --train-logs {input.train_logs} --overlap {input.overlap} {params.fits}"
+        " --metarater {params.metarater:q} --out-dir {params.out_dir} > {log} 2>&1"
+
+
+# The analysis outputs (rules/analysis.smk) follow the results in the report.
+REPORT_TABLES = TABLE_NAMES + ANALYSIS.tables()
+REPORT_FIGURES = FIGURE_NAMES + ANALYSIS.figures()
 
 
 rule html_report:
     input:
         tables=expand(
-            f"{RUN}/tables/{{name}}.{{ext}}", name=TABLE_NAMES, ext=["csv", "md"]
+            f"{RUN}/tables/{{name}}.{{ext}}", name=REPORT_TABLES, ext=["csv", "md"]
         ),
-        figures=expand(f"{RUN}/figures/{{name}}.png", name=FIGURE_NAMES),
+        figures=expand(f"{RUN}/figures/{{name}}.png", name=REPORT_FIGURES),
         captions=expand(
             "report/{name}.rst",
-            name=[CAPTION.get(n, n) for n in TABLE_NAMES] + FIGURE_NAMES,
+            name=[CAPTION.get(n, analysis_cfg.caption_stem(n)) for n in REPORT_TABLES]
+            + sorted({analysis_cfg.caption_stem(n) for n in REPORT_FIGURES}),
         ),
     output:
         f"{RUN}/report/report.html",
@@ -78,12 +102,15 @@ rule html_report:
         CONTAINERS["cpu"]
     params:
         title=f"selectlab results: {config['run']}",
+        tables=REPORT_TABLES,
+        figures=REPORT_FIGURES,
         tables_dir=lambda w, input: os.path.dirname(input.tables[0]),
         figures_dir=lambda w, input: os.path.dirname(input.figures[0]),
         captions_dir=lambda w, input: os.path.dirname(input.captions[0]),
     shell:
         "selectlab report html --tables-dir {params.tables_dir} --figures-dir {params.figures_dir}"
-        " --captions-dir {params.captions_dir} --title {params.title:q} --out {output} > {log} 2>&1"
+        " --captions-dir {params.captions_dir} --title {params.title:q}"
+        " --tables {params.tables} --figures {params.figures} --out {output} > {log} 2>&1"
 
 
 rule environment:
@@ -128,6 +155,8 @@ rule archive:
             kind=["perplexity", "icl"],
         ),
         expand(f"{RUN}/models/{{variant}}/train_log.csv", variant=VARIANTS),
+        [cfg.metarater_weights_path(RUN, s, n) for s, n in cfg.metarater_fits(config)],
+        analysis_targets(),
     output:
         f"{RUN}/archive/selectlab-{config['run']}.tar.gz",
     log:

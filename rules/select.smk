@@ -1,7 +1,10 @@
 # Selection: one budgeted selection per variant from the sidecars, then packed into sequences.
+# Selection and packing read every shard, but declare only tables written after all shards
+# (the read report for meta sidecars and tokens, a throughput table per score family): per-shard
+# inputs for every variant and Meta-rater proxy would make planning quadratic at full scale.
 rule select:
     input:
-        meta=expand(f"{RUN}/attributes/meta/{{shard}}.parquet", shard=SHARDS),
+        corpus=f"{RUN}/tables/read_report.csv",
         scores=selection_sidecars,
         upstream=selection_upstream,
     output:
@@ -16,20 +19,21 @@ rule select:
         runtime=120,
     params:
         cfg=lambda w: json_param(cfg.resolve_selection(config, w.variant)),
-        attributes_dir=lambda w, input: os.path.dirname(os.path.dirname(input.meta[0])),
+        attributes_dir=f"{RUN}/attributes",
+        meta=expand(f"{RUN}/attributes/meta/{{shard}}.parquet", shard=SHARDS),
         out_dir=parent_dir("manifest"),
         upstream=lambda w, input: (
             f"--upstream {input.upstream}" if input.upstream else ""
         ),
     shell:
         "selectlab select run --params {params.cfg:q} --attributes-dir {params.attributes_dir}"
-        " --meta {input.meta} {params.upstream} --out-dir {params.out_dir} > {log} 2>&1"
+        " --meta {params.meta} {params.upstream} --out-dir {params.out_dir} > {log} 2>&1"
 
 
 rule pack:
     input:
         selection=f"{RUN}/selections/{{variant}}/selection.parquet",
-        tokens=expand(f"{RUN}/corpus/tokens/{{shard}}.npy", shard=SHARDS),
+        corpus=f"{RUN}/tables/read_report.csv",
         tokenizer=f"{RUN}/tokenizer",
     output:
         f"{RUN}/selections/{{variant}}/train.npy",
@@ -42,7 +46,7 @@ rule pack:
         runtime=120,
     params:
         seq_len=lambda w: cfg.resolve_pretrain(config, w.variant)["settings"]["seq_len"],
-        tokens_dir=lambda w, input: os.path.dirname(input.tokens[0]),
+        tokens_dir=f"{RUN}/corpus/tokens",
     shell:
         "selectlab select pack --selection {input.selection} --tokens-dir {params.tokens_dir}"
         " --tokenizer {input.tokenizer} --seq-len {params.seq_len} --out {output} > {log} 2>&1"

@@ -11,9 +11,20 @@ import json
 import logging
 import sys
 
-from selectlab.commands import corpus, evaluate, pretrain, report, select, tokens
+from selectlab.commands import (
+    analysis,
+    annotate,
+    corpus,
+    evaluate,
+    judge,
+    pretrain,
+    raters,
+    report,
+    select,
+    tokens,
+)
 
-STAGES = [corpus, tokens, select, pretrain, evaluate, report]
+STAGES = [corpus, tokens, judge, raters, annotate, analysis, select, pretrain, evaluate, report]
 
 
 def build_parser() -> argparse.ArgumentParser:

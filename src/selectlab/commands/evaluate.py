@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from selectlab.commands import add_action, json_arg
@@ -10,6 +11,9 @@ from selectlab.commands import add_action, json_arg
 def default_device() -> str:
     import torch
 
+    from selectlab.commands.pretrain import visible_devices
+
+    logging.getLogger(__name__).info(visible_devices())
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 

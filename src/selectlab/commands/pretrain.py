@@ -2,35 +2,77 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
 from selectlab.commands import json_arg
 
+log = logging.getLogger(__name__)
 
-def launch_command(argv: list[str], gpus: int, nodes: int) -> list[str] | None:
-    """The torchrun command that reruns this one on every allocated GPU, or None if not needed.
+# The c10d store listens on the first node; a port derived from the job id keeps two multi-node
+# jobs that happen to share a first node from colliding.
+RDZV_PORT_BASE = 20000
+RDZV_PORT_SPAN = 10000
 
-    Multi-node jobs use torchrun's c10d rendezvous on the first node of the SLURM allocation.
+
+def visible_devices() -> str:
+    """One log line: the GPUs the scheduler handed this process and what torch makes of them."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "<unset>")
+    try:
+        import torch
+
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        device = "cuda" if count else "cpu"
+    except ImportError:
+        count, device = 0, "unknown"
+    return f"devices: CUDA_VISIBLE_DEVICES={visible} torch_device={device} cuda_devices={count}"
+
+
+def rendezvous_endpoint(env: dict) -> str:
+    """host:port of the c10d store, on the node `srun` was started from (the batch node)."""
+    host = env.get("MASTER_ADDR") or env.get("SLURM_LAUNCH_NODE_IPADDR")
+    if not host:
+        raise ValueError("multi-node pretraining must run as one `srun` task per node (the "
+                         "pretrain rule starts it so); neither MASTER_ADDR nor "
+                         "SLURM_LAUNCH_NODE_IPADDR is set")
+    port = env.get("MASTER_PORT")
+    if not port:
+        job = int(env.get("SLURM_JOB_ID", "0") or 0)
+        port = str(RDZV_PORT_BASE + job % RDZV_PORT_SPAN)
+    return f"{host}:{port}"
+
+
+def launch_command(argv: list[str], gpus: int, nodes: int,
+                   env: dict | None = None) -> list[str] | None:
+    """The torchrun command that reruns this one on every GPU of this node, or None.
+
+    `gpus` counts GPUs per node. On one node torchrun runs standalone (a free local port, so
+    two multi-GPU jobs on one machine do not clash). On several nodes the workflow has already
+    started one copy of this command per node with `srun` (outside the container: there is no
+    `srun` inside it), and the copies meet through torchrun's c10d rendezvous.
     """
-    if gpus <= 1 or "LOCAL_RANK" in os.environ:
+    env = os.environ if env is None else env
+    if "LOCAL_RANK" in env or (gpus <= 1 and nodes <= 1):
         return None
-    command = ["torchrun", f"--nproc-per-node={gpus}"]
-    if nodes > 1:
-        host = os.environ.get("SLURM_LAUNCH_NODE_IPADDR") or os.environ.get("MASTER_ADDR")
-        if not host:
-            raise ValueError("multi-node pretraining needs SLURM_LAUNCH_NODE_IPADDR or "
-                             "MASTER_ADDR to find the rendezvous host")
-        job = os.environ.get("SLURM_JOB_ID", "selectlab")
-        command = ["srun", f"--nodes={nodes}", "--ntasks-per-node=1", *command,
-                   f"--nnodes={nodes}", "--rdzv-backend=c10d",
-                   f"--rdzv-endpoint={host}:29500", f"--rdzv-id={job}"]
-    return [*command, "-m", "selectlab.cli", *argv]
+    if nodes <= 1:
+        return ["torchrun", "--standalone", f"--nproc-per-node={gpus}",
+                "-m", "selectlab.cli", *argv]
+    if gpus < 1:
+        raise ValueError("multi-node pretraining needs at least one GPU per node")
+    return ["torchrun", f"--nnodes={nodes}", f"--nproc-per-node={gpus}",
+            "--rdzv-backend=c10d", f"--rdzv-endpoint={rendezvous_endpoint(env)}",
+            f"--rdzv-id={env.get('SLURM_JOB_ID', 'selectlab')}",
+            "-m", "selectlab.cli", *argv]
 
 
 def run(args) -> dict | None:
     command = launch_command(sys.argv[1:], args.gpus, args.nodes)
+    log.info(visible_devices())
     if command is not None:
+        log.info("relaunching: %s", " ".join(command[:6]))
+        sys.stdout.flush()
+        sys.stderr.flush()
         os.execvp(command[0], command)
     from selectlab.train.loop import TrainSettings, pretrain
     from selectlab.train.model import ModelPreset
@@ -51,5 +93,6 @@ def register(stages) -> None:
     p.add_argument("--checkpoint-dir", required=True)
     p.add_argument("--log-csv", required=True)
     p.add_argument("--init-from", default=None, help="model directory to continue from")
-    p.add_argument("--gpus", type=int, default=0, help="GPUs allocated to the job")
-    p.add_argument("--nodes", type=int, default=1)
+    p.add_argument("--gpus", type=int, default=0, help="GPUs per node allocated to the job")
+    p.add_argument("--nodes", type=int, default=1,
+                   help="nodes of the job; >1 expects one `srun` task per node")

@@ -7,14 +7,17 @@ from pathlib import Path
 
 from selectlab.commands import add_action, json_arg
 
-TABLES = ("main", "perplexity_by_source", "icl_by_task")
-FIGURES = ("ppl_vs_icl", "loss_curves")
+TABLES = ("main", "perplexity_by_source", "icl_by_task", "selection_overlap")
+FIGURES = ("ppl_vs_icl", "loss_curves", "selection_overlap")
+METARATER_FIGURES = ("metarater_fit", "metarater_weights", "metarater_proxies", "metarater_pca")
 
 
 def tables(args) -> dict:
+    from selectlab.config import config_order
     from selectlab.report import tables as t
+    from selectlab.report.table_files import write_table
 
-    p = args.params
+    p = args.params | {"descriptions": config_order(args.params["descriptions"])}
     variants = list(p["descriptions"])
     perplexity, icl = t.read_eval_results(Path(args.eval_dir), variants)
     reasons = p.get("missing_reasons", {})
@@ -25,19 +28,47 @@ def tables(args) -> dict:
                                                              missing_reasons=reasons),
         "icl_by_task": t.icl_by_task_table(p["descriptions"], icl, p["group_order"],
                                            missing_reasons=reasons),
+        "selection_overlap": selection_overlap(p["descriptions"], args.selections),
     }
     out = Path(args.out_dir)
     for name, frame in frames.items():
-        t.write_table(frame, out / f"{name}.csv", out / f"{name}.md", p.get("notes", []))
+        write_table(frame, out / f"{name}.csv", out / f"{name}.md", p.get("notes", []))
     return {"rows": len(frames["main"])}
+
+
+def selection_overlap(descriptions: dict, selections: list[str]):
+    from selectlab.report.selection_figures import overlap_table
+    from selectlab.selection.overlap import overlap_matrix, read_selection_keys
+
+    paths = {Path(path).parent.name: path for path in selections}
+    return overlap_table(overlap_matrix(read_selection_keys(paths)), descriptions)
+
+
+def metarater_figures(args, main, out: Path) -> list[str]:
+    """Meta-rater's four figures, when the configuration has a search."""
+    from selectlab.report import selection_figures as sf
+
+    if not args.fits:
+        return []
+    fits = {}
+    for path in args.fits:
+        fit = json.loads(Path(path).read_text())
+        fits[fit["search"]] = fit
+    sf.plot_metarater_fit(fits, out / "metarater_fit.png")
+    sf.plot_metarater_weights(fits, out / "metarater_weights.png")
+    points = sf.proxy_count_points(main, [tuple(v) for v in args.metarater["variants"]])
+    sf.plot_downstream_vs_proxies(points, out / "metarater_proxies.png")
+    sf.plot_weight_pca(fits, out / "metarater_pca.png")
+    return list(METARATER_FIGURES)
 
 
 def figures(args) -> dict:
     import pandas as pd
 
+    from selectlab.config import config_order
     from selectlab.report.figures import plot_loss_curves, plot_ppl_vs_icl
 
-    p = args.params
+    p = args.params | {"descriptions": config_order(args.params["descriptions"])}
     main = pd.read_csv(args.main_table)
     out = Path(args.out_dir)
     plot_ppl_vs_icl(main, out / "ppl_vs_icl.png")
@@ -46,10 +77,15 @@ def figures(args) -> dict:
     plot_loss_curves(logs, out / "loss_curves.png",
                      labels={n: descriptions[n].get("label", n) for n in logs},
                      families={n: descriptions[n]["family"] for n in logs})
-    return {"figures": [str(out / f"{name}.png") for name in FIGURES]}
+    from selectlab.report.selection_figures import plot_selection_overlap, read_overlap_table
+
+    plot_selection_overlap(read_overlap_table(args.overlap), out / "selection_overlap.png")
+    names = [*FIGURES, *metarater_figures(args, main, out)]
+    return {"figures": [str(out / f"{name}.png") for name in names]}
 
 
 def html(args) -> dict:
+    from selectlab.analysis.plan import caption_stem, heading
     from selectlab.report.html import ReportSection, render_html_report, table_section
 
     tables_dir, figures_dir, captions = (Path(args.tables_dir), Path(args.figures_dir),
@@ -57,16 +93,26 @@ def html(args) -> dict:
     headings = {"main": "Main results", "perplexity_by_source": "Perplexity by source",
                 "icl_by_task": "In-context learning by task",
                 "ppl_vs_icl": "Perplexity vs in-context learning",
-                "loss_curves": "Training loss"}
-    caption_name = {"main": "main_table"}
+                "loss_curves": "Training loss",
+                "selection_overlap": "Selection overlap",
+                "metarater_fit": "Meta-rater: predicted vs actual proxy loss",
+                "metarater_weights": "Meta-rater: learned weights",
+                "metarater_proxies": "Meta-rater: downstream score vs number of proxies",
+                "metarater_pca": "Meta-rater: proxy weights and loss landscape"}
+    caption_name = {"main": "main_table", "selection_overlap": "selection_overlap_table"}
+
+    def title(name: str) -> str:
+        # The analysis outputs (selectlab.analysis) name their own headings and captions.
+        return headings[name] if name in headings else heading(name)
+
     sections = [
-        table_section(headings[name], tables_dir / f"{name}.csv", tables_dir / f"{name}.md",
-                      captions / f"{caption_name.get(name, name)}.rst")
-        for name in TABLES
+        table_section(title(name), tables_dir / f"{name}.csv", tables_dir / f"{name}.md",
+                      captions / f"{caption_name.get(name, caption_stem(name))}.rst")
+        for name in (args.tables or TABLES)
     ] + [
-        ReportSection(headings[name], caption_file=captions / f"{name}.rst",
+        ReportSection(title(name), caption_file=captions / f"{caption_stem(name)}.rst",
                       figure_png=figures_dir / f"{name}.png")
-        for name in FIGURES
+        for name in (args.figures or FIGURES)
     ]
     render_html_report(args.title, sections, Path(args.out))
     return {"sections": len(sections)}
@@ -108,17 +154,25 @@ def register(stages) -> None:
     p = add_action(actions, "tables", tables, "main, per-source and per-task tables")
     p.add_argument("--params", type=json_arg, required=True)
     p.add_argument("--eval-dir", required=True)
+    p.add_argument("--selections", nargs="+", required=True,
+                   help="selection.parquet of every variant (overlap table)")
     p.add_argument("--out-dir", required=True)
     p = add_action(actions, "figures", figures, "perplexity-vs-ICL and loss-curve figures")
     p.add_argument("--params", type=json_arg, required=True)
     p.add_argument("--main-table", required=True)
     p.add_argument("--train-logs", nargs="+", required=True)
+    p.add_argument("--overlap", required=True, help="tables/selection_overlap.csv")
+    p.add_argument("--fits", nargs="*", default=[], help="Meta-rater weights.json per search")
+    p.add_argument("--metarater", type=json_arg, default={"variants": []},
+                   help="(search, proxies, label) of every Meta-rater variant")
     p.add_argument("--out-dir", required=True)
     p = add_action(actions, "html", html, "one self-contained HTML page of tables and figures")
     p.add_argument("--tables-dir", required=True)
     p.add_argument("--figures-dir", required=True)
     p.add_argument("--captions-dir", required=True)
     p.add_argument("--title", required=True)
+    p.add_argument("--tables", nargs="*", default=None, help="table names, in report order")
+    p.add_argument("--figures", nargs="*", default=None, help="figure names, in report order")
     p.add_argument("--out", required=True)
     p = add_action(actions, "environment", environment, "installed package versions")
     p.add_argument("--out", required=True)
