@@ -18,25 +18,15 @@ SCHEMA = str(REPO / "config" / "schema" / "config.schema.yaml")
 CONFIGS = {name: REPO / path for name, path in
            {"default": "config/config.yaml", "test": ".test/config.yaml",
             "paper": "config/paper.yaml"}.items()}
-# Sections of config/paper.yaml this stage owns; the judge and annotate sections come from
-# their stages, so the paper's sections are checked inside the embedded default.
-SELECTION_SECTIONS = ("models", "pretrain", "selection", "variants", "metarater", "evaluation")
 
 
 def load(name: str) -> dict:
     return yaml.safe_load(CONFIGS[name].read_text())
 
 
-def checked(name: str) -> dict:
-    config = load(name)
-    if name == "paper":
-        config = load("default") | {key: config[key] for key in SELECTION_SECTIONS}
-    return config
-
-
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_shipped_configs_validate_and_every_variant_resolves(name):
-    config = checked(name)
+    config = load(name)
     validate(config, SCHEMA)
     proxies = [name for search in cfg.metarater_searches(config)
                for name in cfg.proxy_names(config, search)[:3]]
@@ -73,6 +63,23 @@ def test_paper_config_lists_every_family_of_the_three_papers():
     assert config["selection"]["budget_tokens"] == 30_000_000_000
 
 
+def test_paper_config_judges_rates_and_annotates_with_real_models():
+    config = load("paper")
+    assert config["judge"]["backend"]["kind"] == "vllm"
+    assert config["judge"]["protocols"]["qurating"]["pairs"] == 250_000
+    raters = config["raters"]
+    assert raters["defaults"]["train_backbone"] is True and raters["defaults"]["window"] == 512
+    assert raters["dataman"]["objective"] == "generative"
+    assert raters["dataman"]["inference"]["kind"] == "vllm"
+    assert set(raters["fineweb_edu"]["pretrained"]) == {"edu_score"}
+    assert set(raters["wanjuan"]["pretrained"]) == {"advertisement", "fluency"}
+    families = config["annotate"]["families"]
+    assert families["dataman"]["kind"] == "rater_generative"
+    models = [f for f in families.values() if f["kind"] not in ("signals", "dsir")]
+    assert len(models) == 7 and all(f["resources"]["gpu"] == 1 for f in models)
+    assert config["analysis"]["sample_rows"] == 200_000
+
+
 @pytest.mark.parametrize("mutate, message", [
     (lambda v: v["params"].update(tau=-1), "tau"),
     (lambda v: v["params"].update(temperature=2), "temperature"),
@@ -103,8 +110,8 @@ def test_schema_reserves_proxy_names_and_checks_searches():
         validate(config, SCHEMA)
 
 
-@pytest.mark.parametrize("name", ["default", "test"])
-def test_runnable_configs_only_read_sidecars_their_annotation_writes(name):
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_configs_only_read_sidecars_their_annotation_writes(name):
     config = load(name)
     families = set(config["annotate"]["families"])
     for variant in list(config["variants"]) + cfg.proxy_variant_names(config):

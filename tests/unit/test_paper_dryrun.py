@@ -1,0 +1,191 @@
+"""A dry run of the full-scale config (config/paper.yaml) through profiles/slurm.
+
+The SlimPajama listing is faked with empty files (planning only lists them) and the config's
+paths are pointed at it; everything else is config/paper.yaml as shipped. The planned jobs show
+that every paper row is pretrained and evaluated once, that Meta-rater's proxies are planned per
+search, and that GPU work asks for GPUs while the rest does not.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+from selectlab import config as cfg
+
+REPO = Path(__file__).resolve().parents[2]
+TRAIN_FILES, GROUP_SIZE = 6, 2  # three shards
+# Rules whose jobs run models; annotation and rater training only for model-backed entries.
+GPU_RULES = {"judge", "pretrain", "eval_perplexity", "eval_icl"}
+MODEL_KINDS = {"refppl", "embedding", "rater", "rater_generative"}
+
+
+def fake_slimpajama(root: Path) -> None:
+    """chunk*/example_*.jsonl.zst files, empty: planning globs them, nothing reads them."""
+    for split, count in (("train", TRAIN_FILES), ("validation", 2), ("test", 2)):
+        for index in range(count):
+            path = root / split / f"chunk{index % 3 + 1}" / f"example_{split}_{index}.jsonl.zst"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.touch()
+
+
+def paper_config(tmp: Path) -> dict:
+    config = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    slimpajama = config["corpus"]["slimpajama"]
+    for split in ("train", "validation", "test"):
+        slimpajama[f"{split}_dir"] = str(tmp / "slimpajama" / split)
+    slimpajama["group_size"] = GROUP_SIZE
+    # DSIR's file targets are globbed while planning, so the math target must exist.
+    math = tmp / "automathtext" / "part-0.jsonl.zst"
+    math.parent.mkdir()
+    math.touch()
+    config["annotate"]["families"]["dsir"]["targets"]["math"] = str(math.parent / "*.jsonl.zst")
+    return config
+
+
+def parse_value(text: str):
+    return int(text) if re.fullmatch(r"-?\d+", text) else text
+
+
+def parse_jobs(text: str) -> list[SimpleNamespace]:
+    """Rule, inputs, wildcards, resources and shell command of every job of a dry run."""
+    jobs: list[SimpleNamespace] = []
+    for line in text.splitlines():
+        if re.match(r"^(local)?rule \w+:$", line):
+            jobs.append(SimpleNamespace(rule=line.split()[-1].rstrip(":"), wildcards={},
+                                        resources={}, shell="", inputs=[]))
+        elif jobs and line.startswith("    input: "):
+            jobs[-1].inputs = line.split(": ", 1)[1].split(", ")
+        elif jobs and line.startswith("    wildcards: "):
+            pairs = line.split(": ", 1)[1].split(", ")
+            jobs[-1].wildcards = dict(pair.split("=", 1) for pair in pairs)
+        elif jobs and line.startswith("    resources: "):
+            pairs = line.split(": ", 1)[1].split(", ")
+            jobs[-1].resources = {k: parse_value(v) for k, v in (p.split("=", 1) for p in pairs)}
+        elif jobs and line.startswith("Shell command: "):
+            jobs[-1].shell = line.split(": ", 1)[1]
+    return jobs
+
+
+@pytest.fixture(scope="module")
+def plan(tmp_path_factory) -> SimpleNamespace:
+    tmp = tmp_path_factory.mktemp("paper")
+    fake_slimpajama(tmp / "slimpajama")
+    config = paper_config(tmp)
+    (tmp / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    # The report's captions are read from report/ beside the results, as in the repository.
+    (tmp / "report").symlink_to(REPO / "report")
+    stub = tmp / "bin" / "apptainer"  # Snakemake checks for apptainer before it plans
+    stub.parent.mkdir()
+    stub.write_text("#!/bin/sh\necho 'apptainer version 1.3.4'\n")
+    stub.chmod(0o755)
+    env = os.environ | {"PATH": f"{stub.parent}:{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", "all", "paper_figures", "--dry-run",
+         "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp),
+         "--profile", str(REPO / "profiles" / "slurm"), "--configfile", str(tmp / "config.yaml")],
+        cwd=tmp, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
+    return SimpleNamespace(config=config, jobs=parse_jobs(result.stdout + result.stderr))
+
+
+def per_variant(plan, rule: str) -> Counter:
+    return Counter(job.wildcards["variant"] for job in plan.jobs if job.rule == rule)
+
+
+def asks_for_gpus(job) -> bool:
+    return job.resources.get("gpu", 0) >= 1 or "gres" in job.resources
+
+
+def test_every_paper_row_is_pretrained_and_evaluated_once(plan):
+    variants = list(plan.config["variants"])
+    assert len(variants) == 76
+    for rule in ("select", "pack", "pretrain", "eval_perplexity", "eval_icl"):
+        counts = per_variant(plan, rule)
+        assert all(counts[name] == 1 for name in variants), rule
+    # Only the paper rows are evaluated in context; proxies are scored by perplexity alone.
+    assert set(per_variant(plan, "eval_icl")) == set(variants)
+
+
+def test_metarater_proxies_are_planned_per_search(plan):
+    searches = cfg.metarater_searches(plan.config)
+    trained = set(per_variant(plan, "pretrain")) - set(plan.config["variants"])
+    for search in searches:
+        planned = {name for name in trained if cfg.parse_proxy_name(name)[0] == search}
+        # Each search's largest fit uses all its proxies (all25: N = 32 ... 512).
+        assert planned == set(cfg.proxy_names(plan.config, search)), search
+    assert len(trained) == sum(spec["proxies"] for spec in searches.values()) == 1280
+    assert set(per_variant(plan, "eval_perplexity")) >= trained
+    fits = Counter(job.wildcards["search"] for job in plan.jobs if job.rule == "fit_metarater")
+    assert fits == {"prrc4": 1, "model11": 1, "all25": 5, "all25_46m": 1}
+
+
+def test_gpu_work_asks_for_gpus_and_cpu_work_does_not(plan):
+    families = plan.config["annotate"]["families"]
+    trained_raters = {"qurater", "dataman", "prrc"}  # FineWeb-Edu, WanjuanCC: wrapped public
+    seen = Counter()
+    for job in plan.jobs:
+        if job.rule in GPU_RULES:
+            gpu = True
+        elif job.rule == "annotate":
+            gpu = families[job.wildcards["family"]]["kind"] in MODEL_KINDS
+        elif job.rule == "train_rater":
+            gpu = job.wildcards["rater"] in trained_raters
+        else:
+            gpu = False
+        assert asks_for_gpus(job) == gpu, (job.rule, job.wildcards, job.resources)
+        seen[job.rule, gpu] += 1
+    assert seen["judge", True] == 3 and seen["train_rater", True] == 3
+    assert seen["annotate", True] == 7 * 3 and seen["annotate", False] == 2 * 3
+    for rule in ("tokenize_shard", "select", "pack", "tables", "figures", "prepare_heldout"):
+        assert seen[rule, False] > 0, rule
+
+
+def test_main_model_asks_for_more_than_a_proxy(plan):
+    pretrain = {job.wildcards["variant"]: job.resources
+                for job in plan.jobs if job.rule == "pretrain"}
+    main, proxy = pretrain["uniform"], pretrain["all25__proxy000"]
+    assert (proxy["gpu"], main["gpu"]) == (1, 8)
+    assert main["runtime"] > proxy["runtime"] and main["mem_mb"] > proxy["mem_mb"]
+    # The 3.3B and 7.2B runs span nodes: GPUs per node through gres, one launcher per node.
+    huge = pretrain["uniform_7b2_150b"]
+    assert huge["nodes"] == 8 and huge["gres"] == "gpu:8" and huge["mpi"] == "srun"
+
+
+def test_no_job_uses_the_simulated_judge(plan):
+    judges = [job for job in plan.jobs if job.rule == "judge"]
+    assert sorted(job.wildcards["protocol"] for job in judges) == ["dataman", "prrc",
+                                                                   "qurating"]
+    for job in judges:
+        assert '"kind":"vllm"' in job.shell and "--ground-truth" not in job.shell
+        assert job.resources["gpu"] == plan.config["judge"]["resources"]["gpus"]
+    assert not any("simulated" in job.shell for job in plan.jobs)
+    assert not any(job.rule == "build_corpus" for job in plan.jobs)
+
+
+def test_paper_figures_names_every_paper_table_and_figure(plan):
+    (job,) = [job for job in plan.jobs if job.rule == "paper_figures"]
+    names = {Path(path).name for path in job.inputs}
+    assert {"main.md", "perplexity_by_source.md", "icl_by_task.md", "selection_overlap.md",
+            "rater_qurater.md", "rater_dataman.md", "rater_dataman_confusion.md",
+            "rater_prrc.md", "rater_classifiers.md", "annotation_throughput.md",
+            "analysis_dataman_corpus.md", "analysis_dataman_domain_means.md",
+            "analysis_dataman_vs_nll_spearman.md"} <= names
+    assert {"ppl_vs_icl.png", "loss_curves.png", "selection_overlap.png", "metarater_fit.png",
+            "metarater_weights.png", "metarater_proxies.png", "metarater_pca.png",
+            "analysis_spearman.png", "analysis_dataman_pearson.png",
+            "analysis_dataman_vs_nll.png"} <= names
+    distributions = {n for n in names if n.startswith("analysis_distribution_")}
+    assert len(distributions) == 8  # every annotation family but the embedding
+    weights = [path for path in job.inputs if path.endswith("weights.json")]
+    assert len(weights) == len(cfg.metarater_fits(plan.config)) == 8
+    # Every input is written by a planned job (the dry run would have failed otherwise).
+    assert all(path.startswith("results/paper/") for path in job.inputs)
