@@ -1,21 +1,41 @@
-"""Every rater, trained through the real workflow on simulated judgments, tracks corruption.
+"""Raters trained through the real workflow on simulated judgments track corruption, and the
+selections made with their scores hold less damaged text than uniform sampling.
 
-Corpus: the tests-only corpus (.test/config.yaml: 1,100 training documents in two shards), with
-the judge samples enlarged to 300 documents per pointwise protocol and 300 pairs for QuRating so
-the raters have something to learn from, under a run name of its own (results/raters_quality/,
-removed afterwards). The default corpus would give better raters but costs several minutes
-more of corpus building, training and scoring on two cores; this keeps the test to a few
-minutes.
+Corpus: the tests-only corpus (.test/config.yaml) with twice its documents per source (1,975
+training documents in two shards), judge samples enlarged so the raters have something to learn
+from (QuRating: 400 documents in 800 pairs, snippets of 96-192 tokens; DataMan, PRRC and
+FineWeb-Edu: 500 documents; WanjuanCC: 300), under a run name of its own
+(results/raters_quality/, removed afterwards). The fixture runs the workflow up to the trained
+raters and the selections of SELECTIONS (annotation and selection only, no pretraining).
 
-Held-out documents: training-shard documents that no judge protocol sampled, so no rater saw
-them, scored with `load_rater` as the annotation stage does. Each rater's main scores must fall
-with the corpus's recorded corruption severity: Spearman(score, severity) below the threshold
-listed in MAIN_SCORES. Advertisement is the exception with the opposite sign: it must RISE with
-the severity of spam insertion (the only operator that adds advertising; other documents count
-as severity 0). On the default corpus the same raters reach about -0.3 to -0.4 (+0.4 for
-advertisement); the thresholds leave room for the smaller training sets here. QuRater's
-held-out pairwise accuracy (confident pairs) must be at least 0.7 per criterion, against 0.5
-for chance.
+Raters, on held-out documents: training-shard documents that no judge protocol sampled (about
+500; 400 of them are used), so no rater saw them, scored with `load_rater` as the annotation stage
+does. Each rater's main scores must fall with the corpus's recorded corruption severity:
+Spearman(score, severity) below the threshold listed in MAIN_SCORES. Advertisement is the
+exception with the opposite sign: it must RISE with the severity of spam insertion (the only
+operator that adds advertising; other documents count as severity 0). Here the raters reach
+about -0.15 to -0.35 (+0.45 for advertisement), the default corpus about -0.2 to -0.4; the
+thresholds leave room. QuRater's held-out pairwise accuracy (confident pairs) must be at least
+0.7 per criterion, against 0.5 for chance.
+
+Selections, over the whole pool with a 150k-token budget (about a fifth of the pool's tokens):
+the corrupted fraction of a selection is the share of its documents that the corpus builder
+damaged (`corrupted_fraction` against corpus/ground_truth.parquet). Uniform sampling's is taken
+as the mean over four seeds (each near the pool's 40%). Every quality selection must stay below
+it by its margin in SELECTIONS. The margins come from runs with three corpus and workflow seeds:
+top-k on scores that damage lowers directly (DataMan's coherence and Overall Score, PRRC's
+cleanliness, FineWeb-Edu, writing style, the QuRating + PRRC intersection) came out 0.11-0.25
+below uniform, so they must beat it by 0.08. Educational value is mostly a property of the kind
+of text in the simulated judge (its pedagogy prior), which damage moves less, so its selections
+gain less: 0.05-0.15 for top-k, 0.02-0.08 at tau=2; their margins are 0.03 and 0.01.
+
+DataMan's Overall Score levels (uniform inside a level, source x domain strata): the simulated
+judge almost never gives 5, and the rater puts no document of this pool at l=5, so the levels
+checked are 1-4. l=1 holds only a few dozen documents (a short level, reported in its manifest,
+not up-sampled), so its fraction is noisy; l=2, 3 and 4 each reach the budget. The corrupted
+fraction must not rise from one level to the next (l=1 to l=2 within LEVEL_TOLERANCE for the
+small l=1 sample), must fall strictly by LEVEL_STEP from l=2 to l=3 and l=3 to l=4 (observed
+steps: 0.2-0.35), and l=4 must lie at least LEVEL_SPREAD below l=1.
 """
 
 from __future__ import annotations
@@ -34,6 +54,7 @@ import yaml
 
 from selectlab.raters import load_rater
 from selectlab.raters.metrics import spearman
+from selectlab.selection.overlap import corrupted_fraction
 from selectlab.shards import ReadReport, iter_documents
 
 pytestmark = pytest.mark.slow
@@ -53,14 +74,72 @@ MAIN_SCORES = {
 }
 MIN_PAIRWISE_ACCURACY = 0.7
 
+BUDGET_TOKENS = 150_000
+UNIFORM_SEEDS = {"uniform": 1234, "uniform_seed1": 101, "uniform_seed2": 102,
+                 "uniform_seed3": 103}
+DATAMAN_STRATA = ["set_name", "dataman.domain"]
+QURATING_PRRC = ["qurater.writing_style", "qurater.facts_and_trivia",
+                 "qurater.educational_value", "qurater.required_expertise",
+                 "prrc.professionalism", "prrc.readability", "prrc.reasoning", "prrc.cleanliness"]
+
+
+def sample(score: str, tau: float) -> dict:
+    return {"family": "qurating", "method": "rating_sample", "params": {"score": score, "tau": tau}}
+
+
+def top(score: str, strata: list[str] | None = None) -> dict:
+    params = {"score": score} | ({"strata": strata} if strata else {})
+    return {"family": "quality", "method": "topk", "params": params}
+
+
+# quality variant -> (variant config, margin below uniform's corrupted fraction)
+SELECTIONS = {
+    "educational_value_t2": (sample("qurater.educational_value", 2.0), 0.01),
+    "educational_value_top": (sample("qurater.educational_value", 0), 0.03),
+    "writing_style_top": (sample("qurater.writing_style", 0), 0.08),
+    "dataman_coherence": (top("dataman.coherence", DATAMAN_STRATA), 0.08),
+    "overall_score_top": (top("dataman.overall_score", DATAMAN_STRATA), 0.08),
+    "prrc_cleanliness_top": (top("prrc.cleanliness"), 0.08),
+    "fineweb_edu_top": (top("fineweb_edu.edu_score"), 0.08),
+    "intersection_qurating_prrc": (
+        {"family": "quality", "method": "intersection", "params": {"scores": QURATING_PRRC}},
+        0.08),
+}
+LEVELS = (1, 2, 3, 4)
+LEVEL_TOLERANCE = 0.05  # l=1 may sit this far below l=2 (a few dozen documents)
+LEVEL_STEP = 0.1  # strict fall from l=2 to l=3 and from l=3 to l=4
+LEVEL_SPREAD = 0.3  # l=4 below l=1
+
+
+def level_name(level: int) -> str:
+    return f"overall_l{level}"
+
+
+def selection_variants() -> dict[str, dict]:
+    variants = {name: {"family": "baseline", "method": "uniform", "seed": seed}
+                for name, seed in UNIFORM_SEEDS.items()}
+    variants |= {name: variant for name, (variant, _) in SELECTIONS.items()}
+    for level in LEVELS:
+        variants[level_name(level)] = {
+            "family": "dataman_level", "method": "score_level",
+            "params": {"score": "dataman.overall_score", "level": level,
+                       "strata": DATAMAN_STRATA}}
+    return variants
+
 
 def quality_config(path: Path) -> Path:
     config = yaml.safe_load((REPO / ".test" / "config.yaml").read_text())
     config["run"] = RUN
+    for source in config["corpus"]["embedded"]["sources"].values():
+        source["max_docs"] *= 2
     protocols = config["judge"]["protocols"]
-    protocols["qurating"] |= {"documents": 300, "pairs": 300}
-    for name in PROTOCOLS[1:]:
-        protocols[name]["documents"] = 300
+    protocols["qurating"] |= {"documents": 400, "pairs": 800, "snippet_tokens": [96, 192]}
+    for name in ("dataman", "prrc", "fineweb_edu"):
+        protocols[name]["documents"] = 500
+    protocols["wanjuan"]["documents"] = 300
+    config["selection"]["budget_tokens"] = BUDGET_TOKENS
+    config["variants"] = selection_variants()
+    config.pop("metarater", None)
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
 
@@ -71,9 +150,11 @@ def run_dir(tmp_path_factory):
     run_dir = REPO / "results" / RUN
     shutil.rmtree(run_dir, ignore_errors=True)
     targets = [f"results/{RUN}/raters/{r}/rater_card.json" for r in RATERS]
+    targets += [f"results/{RUN}/tables/rater_qurater.md"]
+    targets += [f"results/{RUN}/selections/{v}/selection.parquet" for v in selection_variants()]
     env = os.environ | {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     result = subprocess.run([sys.executable, "-m", "snakemake", "--configfile", str(config),
-                             "--cores", "2", *targets, f"results/{RUN}/tables/rater_qurater.md"],
+                             "--cores", "2", *targets],
                             cwd=REPO, capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stderr[-5000:]
     yield run_dir
@@ -92,13 +173,14 @@ def heldout(run_dir) -> pd.DataFrame:
     docs = [d for path in sorted((run_dir / "corpus" / "raw").glob("*.jsonl.zst"))
             for d in iter_documents([path], ReadReport(shard=path.name), max_chars=10**6)
             if d.id not in judged]
+    assert len(docs) >= HELDOUT_DOCS
     truth = pd.read_parquet(run_dir / "corpus" / "ground_truth.parquet").set_index("id")
     frame = pd.DataFrame({"id": [d.id for d in docs], "text": [d.text for d in docs]})
-    frame = frame.sample(n=min(HELDOUT_DOCS, len(frame)), random_state=0)
+    frame = frame.sample(n=HELDOUT_DOCS, random_state=0)
     frame["severity"] = truth.loc[frame["id"], "severity"].to_numpy()
     operator = truth.loc[frame["id"], "operator"].to_numpy()
     frame["spam_severity"] = np.where(operator == "spam_insertion", frame["severity"], 0.0)
-    assert (frame["severity"] > 0).sum() > 50
+    assert (frame["severity"] > 0).sum() > 100
     return frame.reset_index(drop=True)
 
 
@@ -119,3 +201,47 @@ def test_qurater_held_out_pairwise_accuracy_is_well_above_chance(run_dir):
         assert result["pairwise_accuracy"] >= MIN_PAIRWISE_ACCURACY, (criterion, result)
     table = (run_dir / "tables" / "rater_qurater.md").read_text()
     assert "SIMULATED judge" in table
+
+
+@pytest.fixture(scope="module")
+def corrupted(run_dir) -> dict[str, float]:
+    """Corrupted fraction (by documents) of every selection of the run."""
+    truth = pd.read_parquet(run_dir / "corpus" / "ground_truth.parquet")
+    return {name: corrupted_fraction(
+                pd.read_parquet(run_dir / "selections" / name / "selection.parquet"), truth)
+            for name in selection_variants()}
+
+
+def manifest(run_dir: Path, name: str) -> dict:
+    return json.loads((run_dir / "selections" / name / "manifest.json").read_text())
+
+
+def test_uniform_selections_hold_the_pools_share_of_damage(run_dir, corrupted):
+    truth = pd.read_parquet(run_dir / "corpus" / "ground_truth.parquet")
+    pool = float((truth["operator"] != "none").mean())
+    for name in UNIFORM_SEEDS:
+        assert manifest(run_dir, name)["budget_reached"], name
+        assert abs(corrupted[name] - pool) < 0.08, (name, corrupted[name], pool)
+
+
+@pytest.mark.parametrize("name", list(SELECTIONS))
+def test_quality_selections_hold_less_damaged_text_than_uniform(run_dir, corrupted, name):
+    uniform = float(np.mean([corrupted[u] for u in UNIFORM_SEEDS]))
+    margin = SELECTIONS[name][1]
+    record = manifest(run_dir, name)
+    assert record["budget_reached"] and not record["short_strata"], record["short_strata"]
+    assert corrupted[name] < uniform - margin, (
+        f"{name}: corrupted fraction {corrupted[name]:.3f}, uniform {uniform:.3f}, "
+        f"margin {margin}")
+
+
+def test_overall_score_levels_order_damage_from_l1_to_l4(run_dir, corrupted):
+    fraction = {level: corrupted[level_name(level)] for level in LEVELS}
+    for level in LEVELS[1:]:
+        assert manifest(run_dir, level_name(level))["budget_reached"], level
+    bottom = manifest(run_dir, level_name(LEVELS[0]))
+    assert not bottom["budget_reached"] and bottom["short_strata"] and not bottom["upsampled"]
+    assert fraction[2] <= fraction[1] + LEVEL_TOLERANCE, fraction
+    for lower, higher in zip(LEVELS[1:], LEVELS[2:], strict=False):
+        assert fraction[higher] < fraction[lower] - LEVEL_STEP, fraction
+    assert fraction[LEVELS[-1]] < fraction[LEVELS[0]] - LEVEL_SPREAD, fraction
