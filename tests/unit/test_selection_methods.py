@@ -155,6 +155,10 @@ def test_curriculum_keeps_a_selection_and_orders_it_by_a_score(selections, attri
         steps = np.diff(good)
         assert (steps >= 0).all() if direction == "ascending" else (steps <= 0).all()
         assert manifest["order"] == {"by": "scores.good", "direction": direction}
+        # The uniform base filled every source's quota to within half a document; keeping its
+        # documents does not make a stratum short.
+        assert manifest["short_strata"] == selections["uniform"][0]["short_strata"] == []
+        assert all(s["eligible_tokens"] is None for s in manifest["strata"])
 
 
 def test_where_filter_and_whole_pool_stratum(attributes, tmp_path):

@@ -132,6 +132,7 @@ class Selected:
     quotas: np.ndarray
     chosen: np.ndarray  # pool positions, in merged order (repeats when up-sampled)
     eligible: np.ndarray  # documents the method and the filter allowed
+    exact_set: bool  # the method kept another selection's documents (no budgeted take)
     filtered_out: int
     passes: dict[int, int]  # up-sampled stratum code -> passes over it
     missing_scores: dict[str, int]
@@ -158,13 +159,18 @@ def choose(spec: SelectionSpec, attributes_dir: str | Path, shards: list[str],
     if len(chosen) == 0:
         raise ValueError(f"variant {spec.name!r} selected no documents")
     return Selected(pool, strata, strata_names, quotas, chosen, eligible,
-                    int((~passes_filter).sum()), passes, reader.missing, context.info)
+                    choice.chosen is not None, int((~passes_filter).sum()), passes,
+                    reader.missing, context.info)
 
 
 def manifest_record(spec: SelectionSpec, selected: Selected) -> dict:
     pool, chosen = selected.pool, selected.chosen
+    # An exact set was cut to the budget by the variant it came from, each stratum to within
+    # half a document of its quota; measured against the same quota it would look short. Such a
+    # stratum is short only when the pool cannot fill it; the base's manifest reports its own.
+    eligible = None if selected.exact_set else selected.eligible
     outcomes = stratum_outcomes(selected.strata, pool.n_tokens, chosen, selected.quotas,
-                                selected.strata_names, selected.eligible)
+                                selected.strata_names, eligible)
     selected_tokens = int(pool.n_tokens[chosen].sum())
     params = spec.params
     return {
