@@ -1,15 +1,23 @@
-"""How planning the full-scale workflow scales with the number of shards.
+"""How planning the full-scale workflow scales with the size of the SlimPajama listing.
 
-For each shard count, a fake SlimPajama listing (empty `chunk*/example_train_*.jsonl.zst` files:
-planning only lists them) and config/paper.yaml pointed at it, then `snakemake all --dry-run`
-in a fresh process, timed from start to exit. Every run plans all 76 paper rows and the 1,280
-Meta-rater proxies, so what grows with the shards is tokenisation and annotation (9 families)
-plus the rules that read every shard. Prints wall seconds, jobs planned, milliseconds per job,
-the planner's peak resident memory and each time's ratio to the first (smallest) run.
+For each listing size, a fake SlimPajama training split (empty `chunk*/example_train_*.jsonl.zst`
+files: planning only lists them) and config/paper.yaml pointed at it, then `snakemake all
+--dry-run` in a fresh process, timed from start to exit. config/paper.yaml groups the listed
+files into shards of `corpus.slimpajama.group_size` files (64), one tokenisation and one
+annotation job per family for each shard. Every run plans all 76 paper rows and the 1,280
+Meta-rater proxies, so what grows with the listing is tokenisation and annotation (9 families)
+plus the rules that read every shard. Prints wall seconds, shards, jobs planned, milliseconds per
+job, the planner's peak resident memory and each time's ratio to the first (smallest) run. The
+last default size is SlimPajama-627B's whole training split (59,166 files).
 
-Target (the full-scale issue): 4,000 shards plan in under a minute on 2 cores.
+Also timed once: importing the slurm executor plugin, which Snakemake does on every run. It
+asks `scontrol` for the cluster's settings; where slurm's tools are installed but no controller
+answers (this machine) that waits out a 9-second timeout, included in every row.
 
-Usage: python benchmarks/dag_scale.py [--shards 100 1000 4000] [--group-size 1]
+Target (the full-scale issue): a listing of 4,000 shard files plans in under a minute on 2 cores.
+`--group-size 1` makes every listed file its own shard: the stress case of 10 jobs per file.
+
+Usage: python benchmarks/dag_scale.py [--files 100 1000 4000 59166] [--group-size 64]
 """
 
 from __future__ import annotations
@@ -26,13 +34,14 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-TARGET_SHARDS, TARGET_SECONDS = 4000, 60.0
-FILES_PER_CHUNK = 500
+TARGET_FILES, TARGET_SECONDS = 4000, 60.0
+FILES_PER_CHUNK = 5917  # SlimPajama-627B: 59,166 training files in chunk1..chunk10
+PAPER = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
 
 
-def fake_listing(root: Path, shards: int, group_size: int) -> dict:
-    """Empty SlimPajama files for `shards` shards, and the paper config reading them."""
-    for split, count in (("train", shards * group_size), ("validation", 2), ("test", 2)):
+def fake_listing(root: Path, files: int, group_size: int) -> dict:
+    """`files` empty SlimPajama training files, and the paper config reading them."""
+    for split, count in (("train", files), ("validation", 2), ("test", 2)):
         for index in range(count):
             chunk = root / "slimpajama" / split / f"chunk{index // FILES_PER_CHUNK + 1}"
             chunk.mkdir(parents=True, exist_ok=True)
@@ -66,24 +75,38 @@ def plan(root: Path) -> tuple[float, int, float]:
     return seconds, int(total.group(1)), usage.ru_maxrss / 1024**2
 
 
+def slurm_plugin_import_seconds() -> float:
+    """Seconds a fresh interpreter takes to import the slurm executor plugin."""
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import snakemake_executor_plugin_slurm"], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shards", type=int, nargs="+", default=[100, 1000, 4000])
-    parser.add_argument("--group-size", type=int, default=1, help="raw files per shard")
+    parser.add_argument("--files", type=int, nargs="+", default=[100, 1000, 4000, 59166],
+                        help="training files in the fake listing, one run each")
+    parser.add_argument("--group-size", type=int,
+                        default=PAPER["corpus"]["slimpajama"]["group_size"],
+                        help="listed files per shard (default: config/paper.yaml's)")
     args = parser.parse_args()
+    print(f"slurm executor plugin import: {slurm_plugin_import_seconds():.1f} s "
+          "(part of every row)", flush=True)
     baseline = None
-    for shards in args.shards:
-        with tempfile.TemporaryDirectory(prefix=f"dag{shards}-") as tmp:
+    for files in args.files:
+        with tempfile.TemporaryDirectory(prefix=f"dag{files}-") as tmp:
             root = Path(tmp)
-            config = fake_listing(root, shards, args.group_size)
+            config = fake_listing(root, files, args.group_size)
             (root / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
             (root / "report").symlink_to(REPO / "report")  # captions, as in the repository
             seconds, jobs, rss_gb = plan(root)
         baseline = baseline or seconds
-        line = (f"{shards:>6} shards  {seconds:7.1f} s  {jobs:>7} jobs  "
+        shards = -(-files // args.group_size)
+        line = (f"{files:>6} files  {shards:>5} shards  {seconds:6.1f} s  {jobs:>6} jobs  "
                 f"{1000 * seconds / jobs:5.2f} ms/job  peak RSS {rss_gb:4.2f} GB  "
                 f"ratio {seconds / baseline:5.2f}")
-        if shards == TARGET_SHARDS:
+        if files == TARGET_FILES:
             met = "met" if seconds < TARGET_SECONDS else "NOT met"
             line += f"  (target < {TARGET_SECONDS:.0f} s: {met})"
         print(line, flush=True)

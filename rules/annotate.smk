@@ -2,6 +2,11 @@
 # sidecar. A family's kind (selectlab.annotate.registry) decides its fitted inputs, container and
 # GPU use, so a new rater family needs a config entry, not a new rule. DSIR's n-gram counts and
 # the offline reference LM are prepared once per run.
+#
+# The shard's raw files are read but not listed as inputs: the meta sidecar stands for them
+# (tokenize_shard writes it from them, so it is rewritten whenever they change), and leaving
+# them out keeps a paper-scale plan (thousands of raw files x 9 families) from spending most of
+# its time resolving the same raw paths again for every family (benchmarks/dag_scale.py).
 
 
 wildcard_constraints:
@@ -10,7 +15,6 @@ wildcard_constraints:
 
 rule annotate:
     input:
-        raw=raw_shard_files,
         meta=f"{RUN}/attributes/meta/{{shard}}.parquet",
         fitted=annotate_fitted_inputs,
     output:
@@ -27,11 +31,12 @@ rule annotate:
         gpu=annotate_resource("gpu"),
     params:
         cfg=lambda w: json_param(annotate_cfg.resolve_family(config, w.family)),
+        raw=raw_shard_files,
         max_doc_chars=config["corpus"]["reader"]["max_doc_chars"],
         batch_size=config["annotate"]["batch_size"],
     shell:
         "selectlab annotate run --family {wildcards.family} --shard {wildcards.shard}"
-        " --params {params.cfg:q} --inputs {input.raw} --meta {input.meta}"
+        " --params {params.cfg:q} --inputs {params.raw} --meta {input.meta}"
         " --fitted {input.fitted} --max-doc-chars {params.max_doc_chars}"
         " --batch-size {params.batch_size} --gpus {resources.gpu} --threads {threads}"
         " --out {output.sidecar} --stats {output.stats} > {log} 2>&1"
