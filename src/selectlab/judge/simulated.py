@@ -112,6 +112,15 @@ FLUENT_FROM = 0.45
 ADVERT_PRIOR = {"web": 0.2, "web_article": 0.1, "jokes": 0.1}
 ADVERT_DEFAULT_PRIOR = 0.05
 ADVERT_FROM = 0.5
+# DataMan's Overall Score is one holistic judgment, not an average of the criteria: averaging
+# nine traits shrinks their spread, and LLM judges rate holistically high (84% of DataPajama
+# scores 4 or 5, DataMan Table 11). So the Overall Score's latent is stretched about the middle
+# of the scale and raised before it is quantised; without this almost no document reaches 5.
+OVERALL_SPREAD = 1.5
+OVERALL_LENIENCY = 0.1
+# Part of the judge's fingerprint, hence of every cached answer's key: raise it whenever the
+# same settings start giving different answers, so that stale cached judgments are not reused.
+ANSWER_VERSION = 2
 
 BASE_DAMAGE = 0.2
 OPERATOR_DAMAGE: dict[str, dict[str, float]] = {
@@ -221,7 +230,7 @@ class SimulatedJudge:
         self.model_id = model_id
 
     def fingerprint(self) -> dict:
-        return {"kind": self.kind} | asdict(self.settings)
+        return {"kind": self.kind, "answer_version": ANSWER_VERSION} | asdict(self.settings)
 
     def latent(self, doc_id: str, criterion: str) -> float:
         doc = self.documents[doc_id]
@@ -231,6 +240,13 @@ class SimulatedJudge:
         return (prior(family(doc.set_name, doc.source_detail), criterion)
                 - doc.severity * damage(doc.operator, criterion)
                 + s.noise * (0.6 * shared + 0.8 * own))
+
+    def rating_latent(self, doc_id: str, criterion: str) -> float:
+        """The latent a pointwise rating of `criterion` is quantised from."""
+        latent = self.latent(doc_id, criterion)
+        if criterion == "overall_score":
+            return 0.5 + OVERALL_SPREAD * (latent - 0.5) + OVERALL_LENIENCY
+        return latent
 
     def complete(self, requests: Sequence[CompletionRequest]) -> list[Completion]:
         return [self._complete_one(request) for request in requests]
@@ -290,7 +306,8 @@ class SimulatedJudge:
 
     def _dataman(self, meta: Mapping) -> Completion:
         doc_id = meta["doc_id"]
-        scores = {key: _quantise(self.latent(doc_id, key), 1, 5) for key in dataman.CRITERIA}
+        scores = {key: _quantise(self.rating_latent(doc_id, key), 1, 5)
+                  for key in dataman.CRITERIA}
         letter = domain_letter(self.documents[doc_id])
         analysis = (f"Step 1: the text reads as {dataman.DOMAINS[letter]} material. "
                     f"Step 2: weighing its strengths and flaws, overall it rates "
