@@ -113,14 +113,16 @@ ADVERT_PRIOR = {"web": 0.2, "web_article": 0.1, "jokes": 0.1}
 ADVERT_DEFAULT_PRIOR = 0.05
 ADVERT_FROM = 0.5
 # DataMan's Overall Score is one holistic judgment, not an average of the criteria: averaging
-# nine traits shrinks their spread, and LLM judges rate holistically high (84% of DataPajama
-# scores 4 or 5, DataMan Table 11). So the Overall Score's latent is stretched about the middle
-# of the scale and raised before it is quantised; without this almost no document reaches 5.
+# nine traits shrinks their spread, and LLM judges rate holistically high (DataPajama, DataMan
+# Table 11: 39% of documents at 5, 45% at 4, under 1% at 1). So the Overall Score's latent is
+# stretched about the middle of the scale and raised before it is quantised: the embedded
+# corpus, 40% of it damaged on purpose, then has ~37% at 5 and ~2% at 1; without this almost no
+# document reaches 5.
 OVERALL_SPREAD = 1.5
-OVERALL_LENIENCY = 0.1
+OVERALL_LENIENCY = 0.2
 # Part of the judge's fingerprint, hence of every cached answer's key: raise it whenever the
 # same settings start giving different answers, so that stale cached judgments are not reused.
-ANSWER_VERSION = 2
+ANSWER_VERSION = 3
 
 BASE_DAMAGE = 0.2
 OPERATOR_DAMAGE: dict[str, dict[str, float]] = {
