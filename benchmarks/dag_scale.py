@@ -23,6 +23,7 @@ Usage: python benchmarks/dag_scale.py [--files 100 1000 4000 59166] [--group-siz
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import re
 import subprocess
@@ -49,7 +50,7 @@ def fake_listing(root: Path, files: int, group_size: int) -> dict:
     math = root / "automathtext" / "part-0.jsonl.zst"
     math.parent.mkdir()
     math.touch()
-    config = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    config = copy.deepcopy(PAPER)
     slimpajama = config["corpus"]["slimpajama"]
     for split in ("train", "validation", "test"):
         slimpajama[f"{split}_dir"] = str(root / "slimpajama" / split)
