@@ -106,8 +106,8 @@ USES_APPTAINER = (
 
 def preset_resource(variant, key, default=None):
     """One of models.presets[<the variant's preset>].resources."""
-    preset = cfg.resolve_pretrain(config, variant)["preset_name"]
-    return config["models"]["presets"][preset].get("resources", {}).get(key, default)
+    preset = config["models"]["presets"][cfg.preset_name(config, variant)]
+    return preset.get("resources", {}).get(key, default)
 
 
 def pretrain_nodes(variant):

@@ -241,20 +241,31 @@ def metarater_fits(config: dict) -> list[tuple[str, int]]:
     return list(dict.fromkeys(fits))
 
 
+def preset_name(config: dict, name: str) -> str:
+    """The model preset a variant trains (its own `pretrain.preset`, else the default).
+
+    Checked without merging the whole pretraining section: planning asks for it once per
+    resource of every pretraining and evaluation job."""
+    preset = variant_entry(config, name).get("pretrain", {}).get(
+        "preset", config["pretrain"]["preset"])
+    presets = config["models"]["presets"]
+    if preset not in presets:
+        raise ValueError(f"variant {name!r}: unknown model preset {preset!r}; "
+                         f"known: {sorted(presets)}")
+    return preset
+
+
 def resolve_pretrain(config: dict, name: str) -> dict:
     """Training settings and model preset for one variant (variant overrides win)."""
+    preset = preset_name(config, name)
     settings = deep_merge(config["pretrain"], variant_entry(config, name).get("pretrain", {}))
-    preset_name = settings.pop("preset")
-    presets = config["models"]["presets"]
-    if preset_name not in presets:
-        raise ValueError(f"variant {name!r}: unknown model preset {preset_name!r}; "
-                         f"known: {sorted(presets)}")
+    settings.pop("preset")
     settings.pop("init_from", None)
     settings.setdefault("seed", variant_seed(config, name))
     # A preset's job resources size the cluster job, not the model: resizing a job must not
     # change the job's params and so retrain a finished model.
-    preset = {k: v for k, v in presets[preset_name].items() if k != "resources"}
-    return {"preset_name": preset_name, "preset": preset, "settings": settings}
+    model = {k: v for k, v in config["models"]["presets"][preset].items() if k != "resources"}
+    return {"preset_name": preset, "preset": model, "settings": settings}
 
 
 def init_variant(config: dict, name: str) -> str | None:
