@@ -10,7 +10,7 @@
 
 
 wildcard_constraints:
-    family=annotate_family_pattern(ANNOTATE_FAMILIES),
+    family=names_pattern(ANNOTATE_FAMILIES),
 
 
 rule annotate:
@@ -56,7 +56,7 @@ if DSIR_FAMILIES:
         log:
             f"{LOGS}/fit_dsir/{{family}}.log",
         wildcard_constraints:
-            family=annotate_family_pattern(DSIR_FAMILIES),
+            family=names_pattern(DSIR_FAMILIES),
         container:
             CONTAINERS["cpu"]
         resources:

@@ -28,6 +28,11 @@ def json_param(value):
     return cfg.as_json(value)
 
 
+def names_pattern(names):
+    """A wildcard regex matching exactly these names; with none, one that matches nothing."""
+    return "|".join(names) if names else "(?!)"
+
+
 def raw_shard_files(wildcards):
     return SHARD_FILES[wildcards.shard]
 
@@ -191,11 +196,6 @@ ANNOTATE_FAMILIES = annotate_cfg.family_names(config)
 DSIR_FAMILIES = annotate_cfg.families_of_kind(config, "dsir")
 
 
-def annotate_family_pattern(names):
-    """A wildcard regex matching exactly these family names (never `meta`)."""
-    return "|".join(names) if names else "(?!)"
-
-
 def annotation_targets():
     """Every family's sidecar of every shard, and the throughput table."""
     return expand(
@@ -271,11 +271,6 @@ from selectlab.raters import resolve as raters_cfg
 
 RATERS = raters_cfg.configured_raters(config)
 RATER_TABLES = raters_cfg.table_names(config)
-
-
-def rater_pattern():
-    """A wildcard regex matching exactly the configured raters."""
-    return "|".join(RATERS) if RATERS else "(?!)"
 
 
 def rater_labels(wildcards):

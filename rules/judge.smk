@@ -1,12 +1,13 @@
-# Judge: per configured protocol (qurating, dataman, prrc; fineweb_edu, wanjuan), draw the documents to judge, then ask the
-# configured judge backend; labels.parquet is what the raters train on. The sqlite cache next
-# to the outputs is not declared, so a failed or re-run job keeps every finished judgment.
+# Judge: per configured protocol (qurating, dataman, prrc; fineweb_edu, wanjuan), draw the
+# documents to judge, then ask the configured judge backend; labels.parquet is what the raters
+# train on. The sqlite cache next to the outputs is not declared, so a failed or re-run job
+# keeps every finished judgment.
 JUDGE_BACKEND = config["judge"]["backend"]
 JUDGE_RESOURCES = config["judge"].get("resources", {})
 
 
 wildcard_constraints:
-    protocol="|".join(judge_cfg.configured_protocols(config)),
+    protocol=names_pattern(judge_cfg.configured_protocols(config)),
 
 
 rule judge_sample:

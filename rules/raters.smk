@@ -5,7 +5,7 @@
 
 
 wildcard_constraints:
-    rater=rater_pattern(),
+    rater=names_pattern(RATERS),
 
 
 rule train_rater:
