@@ -11,7 +11,7 @@ from selectlab.commands import add_action, json_arg
 def default_device() -> str:
     import torch
 
-    from selectlab.commands.pretrain import visible_devices
+    from selectlab.devices import visible_devices
 
     logging.getLogger(__name__).info(visible_devices())
     return "cuda" if torch.cuda.is_available() else "cpu"

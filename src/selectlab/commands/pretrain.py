@@ -7,6 +7,7 @@ import os
 import sys
 
 from selectlab.commands import json_arg
+from selectlab.devices import visible_devices
 
 log = logging.getLogger(__name__)
 
@@ -14,19 +15,6 @@ log = logging.getLogger(__name__)
 # jobs that happen to share a first node from colliding.
 RDZV_PORT_BASE = 20000
 RDZV_PORT_SPAN = 10000
-
-
-def visible_devices() -> str:
-    """One log line: the GPUs the scheduler handed this process and what torch makes of them."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "<unset>")
-    try:
-        import torch
-
-        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        device = "cuda" if count else "cpu"
-    except ImportError:
-        count, device = 0, "unknown"
-    return f"devices: CUDA_VISIBLE_DEVICES={visible} torch_device={device} cuda_devices={count}"
 
 
 def rendezvous_endpoint(env: dict) -> str:
