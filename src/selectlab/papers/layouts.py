@@ -1,0 +1,77 @@
+"""The shape of every numbered result table of the three papers that the workflow regenerates.
+
+A layout names the table's kind and what its columns hold; which variants are its rows is
+configuration (`evaluation.protocols.<paper>.tables.<table>`), so the rows follow the config's
+variant names and families, whatever pool they select from.
+
+Kinds:
+* `summary`: validation and test perplexity (when `perplexity`), one column per task group,
+  the protocol's average (QuRating/DataMan Table 1, DataMan Table 15, Meta-rater Tables 1, 3, 4);
+* `per_task`: one column per task of the protocol's groups, and the average (QuRating Table 9,
+  DataMan Table 14, Meta-rater Table 13), or per ungrouped task (`extra`, Meta-rater Table 19);
+* `domain`: DataMan Table 2, one block per continued-pre-training domain: the base model and
+  each domain's continued model, scored on that domain's MMLU subtasks;
+* `ppl_source`: DataMan Tables 12 and 13, perplexity per SlimPajama source on one split.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TableLayout:
+    paper: str
+    number: str
+    kind: str
+    caption: str
+    perplexity: bool = False
+    split: str | None = None
+    extra_tasks: bool = False
+
+    @property
+    def name(self) -> str:
+        return f"{self.paper}_table{self.number}"
+
+
+# The source order of DataMan Tables 12-13: CC, C4, Github, Wiki, ArXiv, StackEx, Book, Overall.
+DATAMAN_SOURCE_ORDER = (
+    "RedPajamaCommonCrawl", "RedPajamaC4", "RedPajamaGithub", "RedPajamaWikipedia",
+    "RedPajamaArXiv", "RedPajamaStackExchange", "RedPajamaBook",
+)
+
+LAYOUTS: dict[str, TableLayout] = {
+    layout.name: layout
+    for layout in (
+        TableLayout("qurating", "1", "summary",
+                    "QuRating Table 1: perplexity and ICL per selection", perplexity=True),
+        TableLayout("qurating", "9", "per_task", "QuRating Table 9: ICL per task"),
+        TableLayout("dataman", "1", "summary",
+                    "DataMan Table 1: perplexity and ICL per selection", perplexity=True),
+        TableLayout("dataman", "2", "domain",
+                    "DataMan Table 2: domain continued pre-training on MMLU subtasks",
+                    perplexity=True),
+        TableLayout("dataman", "12", "ppl_source",
+                    "DataMan Table 12: validation perplexity per source", split="validation"),
+        TableLayout("dataman", "13", "ppl_source",
+                    "DataMan Table 13: test perplexity per source", split="test"),
+        TableLayout("dataman", "14", "per_task", "DataMan Table 14: ICL per task"),
+        TableLayout("dataman", "15", "summary", "DataMan Table 15: 60B-token budgets",
+                    perplexity=True),
+        TableLayout("metarater", "1", "summary",
+                    "Meta-rater Table 1: selection methods on downstream tasks"),
+        TableLayout("metarater", "3", "summary", "Meta-rater Table 3: model and data scale"),
+        TableLayout("metarater", "4", "summary", "Meta-rater Table 4: naive combinations"),
+        TableLayout("metarater", "13", "per_task", "Meta-rater Table 13: ICL per task"),
+        TableLayout("metarater", "19", "per_task",
+                    "Meta-rater Table 19: MMLU and NaturalQuestions", extra_tasks=True),
+    )
+}
+
+
+def layout(paper: str, table: str) -> TableLayout:
+    name = f"{paper}_{table}"
+    if name not in LAYOUTS:
+        known = sorted(n for n in LAYOUTS if n.startswith(f"{paper}_"))
+        raise ValueError(f"no layout for {paper} {table}; this workflow regenerates {known}")
+    return LAYOUTS[name]
