@@ -15,6 +15,8 @@ from pathlib import Path
 
 import yaml
 
+from selectlab.replicates import replicate_entry
+
 
 def load_config(path: str | Path) -> dict:
     with open(path) as handle:
@@ -135,9 +137,13 @@ def proxy_entry(config: dict, search: str, index: int) -> dict:
 
 
 def variant_entry(config: dict, name: str) -> dict:
-    """A configured variant, or a Meta-rater proxy generated from its search."""
+    """A configured variant, a replicate of one, or a Meta-rater proxy generated from its
+    search."""
     if name in config["variants"]:
         return config["variants"][name]
+    replicate = replicate_entry(config, name)
+    if replicate is not None:
+        return replicate
     parsed = parse_proxy_name(name)
     if parsed and parsed[0] in metarater_searches(config):
         return proxy_entry(config, *parsed)
@@ -162,7 +168,10 @@ def selection_params(config: dict, name: str) -> dict:
         proxy_names(config, params["search"], params["proxies"])  # checks the count
         params["scores"] = list(spec["scores"])
     if variant["method"] == "curriculum":
-        base = config["variants"].get(params.get("of"))
+        try:
+            base = variant_entry(config, str(params.get("of")))
+        except KeyError:
+            base = None
         if base is None:
             raise ValueError(f"variant {name!r}: curriculum over unknown variant "
                              f"{params.get('of')!r}")

@@ -17,12 +17,13 @@ import pytest
 from conftest_eval import eval_world
 
 from selectlab.evaluate.icl import (
+    check_unique_names,
     metrics_by_name,
     private_datasets_cache,
     run_icl,
     sample_count,
+    settings_by_shots,
     task_entry,
-    tasks_by_shots,
 )
 from selectlab.evaluate.icl_tasks import build_local_tasks
 
@@ -56,10 +57,26 @@ def runs(tmp_path_factory):
         }
         limited = run_icl(world.random_model, tasks[:1], include_path=Path("eval/tasks"),
                           batch_size=16, seed=1, dtype="float32", device="cpu", limit=5)
+        cached = cached_runs(world, [tasks[0], next(t for t in tasks if t["group"] == "cloze")])
     finally:
         os.chdir(previous)
     return {"tasks": tasks, "limited": limited, "cache_changed": tree(real_cache) != cache_before,
-            **results}
+            "cached": cached, **results}
+
+
+def cached_runs(world, tasks: list[dict]) -> dict:
+    """The same model twice through one setting cache, the second time with one more setting;
+    then another model through the same cache."""
+    cloze = next(t["name"] for t in tasks if t["group"] == "cloze")
+    common = {"include_path": Path("eval/tasks"), "batch_size": 16, "seed": 1,
+              "dtype": "float32", "device": "cpu", "limit": None,
+              "cache_dir": Path("eval/icl_cache")}
+    # The overview's tasks and a protocol asking for one of them again: evaluated once.
+    again = [(t["name"], t["shots"]) for t in tasks]
+    first = run_icl(world.trained_model, tasks, settings=again, **common)
+    second = run_icl(world.trained_model, tasks, settings=[*again, (cloze, 1)], **common)
+    other = run_icl(world.random_model, tasks, **common)
+    return {"first": first, "second": second, "other": other, "cloze": cloze}
 
 
 def test_one_entry_per_task_with_valid_numbers(runs):
@@ -127,9 +144,27 @@ def test_group_sample_count_sums_subtasks():
     assert sample_count("mmlu", results) == 7
 
 
-def test_tasks_are_grouped_by_shots_and_names_must_be_unique():
-    tasks = [{"name": "x", "shots": 2}, {"name": "y", "shots": 0}, {"name": "z", "shots": 2}]
-    assert {k: [t["name"] for t in v] for k, v in tasks_by_shots(tasks).items()} == {
-        0: ["y"], 2: ["x", "z"]}
+def test_settings_are_grouped_by_shots_once_each_and_task_names_must_be_unique():
+    settings = [("x", 2), ("y", 0), ("z", 2), ("x", 2), ("x", 5)]
+    assert settings_by_shots(settings) == {0: ["y"], 2: ["x", "z"], 5: ["x"]}
     with pytest.raises(ValueError):
-        tasks_by_shots([{"name": "x", "shots": 0}, {"name": "x", "shots": 5}])
+        check_unique_names([{"name": "x", "shots": 0}, {"name": "x", "shots": 5}])
+
+
+def test_each_setting_is_evaluated_once_per_model_and_cached(runs):
+    cached = runs["cached"]
+    first, second, other = cached["first"], cached["second"], cached["other"]
+    assert first["lm_eval"]["cached_settings"] == []
+    assert set(first["settings"]) == {f"{n}@{e['shots']}" for n, e in first["tasks"].items()}
+    for name, entry in first["tasks"].items():
+        setting = first["settings"][f"{name}@{entry['shots']}"]
+        assert (setting["acc"], setting["acc_norm"], setting["n"]) == (
+            entry["acc"], entry["acc_norm"], entry["n"])
+    # The rerun reads every earlier setting from the cache and evaluates only the new one.
+    new = f"{cached['cloze']}@1"
+    assert set(second["lm_eval"]["cached_settings"]) == set(first["settings"])
+    assert new in second["settings"] and second["settings"][new]["shots"] == 1
+    assert {k: second["settings"][k] for k in first["settings"]} == first["settings"]
+    # Another model's results are never taken from the cache.
+    assert other["lm_eval"]["cached_settings"] == []
+    assert other["settings"] != {k: second["settings"][k] for k in other["settings"]}

@@ -189,6 +189,17 @@ def test_params_are_checked():
     with pytest.raises(ValueError, match="shots"):
         resolve_params({"shots": 9, "fewshot_per_source": 2})
     assert resolve_params({"shots": 1})["shots"] == {"continuation": 1, "cloze": 1}
+    with pytest.raises(ValueError, match="shots"):
+        resolve_params({"protocol_shots": 3, "fewshot_per_source": 2})
+
+
+def test_stand_in_shots_give_every_kind_a_fewshot_split(world, tmp_path):
+    """A paper protocol asking a stand-in for demonstrations needs a few-shot split even for
+    a kind the overview table runs zero-shot."""
+    params = PARAMS | {"shots": 0, "protocol_shots": 2}
+    tasks = build_local_tasks(world.heldout["test"], tmp_path / "tasks", params)
+    assert all(t["shots"] == 0 for t in tasks)
+    assert all(t["fewshot_items"] == PARAMS["fewshot_per_source"] for t in tasks)
 
 
 def test_source_slugs():

@@ -52,7 +52,9 @@ def icl(args) -> dict:
         task_list, include = p["tasks"], None
     result = run_icl(args.model, task_list, include_path=include, batch_size=p["batch_size"],
                      seed=p["seed"], dtype=p.get("dtype", "float32"), device=default_device(),
-                     limit=p.get("limit"))
+                     limit=p.get("limit"),
+                     settings=[(task, int(shots)) for task, shots in p.get("settings", [])],
+                     cache_dir=Path(args.cache_dir) if args.cache_dir else None)
     write_json(args.out, result)
     headline = {name: task["acc_norm"] if task["metric"] == "acc_norm" else task["acc"]
                 for name, task in result["tasks"].items()}
@@ -74,5 +76,7 @@ def register(stages) -> None:
     p = add_action(actions, "icl", icl, "in-context learning with lm-eval's Python API")
     p.add_argument("--model", required=True)
     p.add_argument("--tasks-dir", default=None, help="offline task directory (local tasks)")
+    p.add_argument("--cache-dir", default=None,
+                   help="results per (task, shots) of this model, kept across reruns")
     p.add_argument("--params", type=json_arg, required=True)
     p.add_argument("--out", required=True)

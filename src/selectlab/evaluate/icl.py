@@ -1,7 +1,9 @@
 """In-context-learning evaluation with lm-evaluation-harness, in one process per model.
 
 The model is loaded once into lm-eval's `HFLM` and `simple_evaluate` is called once per distinct
-shot count (lm-eval's `num_fewshot` applies to a whole call), all seeds pinned to `seed`. Local
+shot count (lm-eval's `num_fewshot` applies to a whole call), all seeds pinned to `seed`. Each
+distinct (task, shots) setting is evaluated once, and with a cache directory only when this very
+model has no result for it yet (`icl_cache`). Local
 tasks (`include_path` set) are indexed without lm-eval's ~15k built-in configs, which saves ~5 s,
 and their JSON data goes through an HF datasets cache in a temporary directory, so nothing lands
 in ~/.cache. Built-in benchmarks (`include_path=None`, full scale) use the normal cache, where
@@ -18,6 +20,12 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from selectlab.evaluate.icl_cache import (
+    SettingCache,
+    model_fingerprint,
+    task_fingerprint,
+    task_results,
+)
 from selectlab.evaluate.perplexity import canonical_dtype
 
 log = logging.getLogger(__name__)
@@ -80,13 +88,26 @@ def task_entry(task: dict, results: dict) -> dict:
     }
 
 
-def tasks_by_shots(tasks: list[dict]) -> dict[int, list[dict]]:
+def setting_entry(name: str, shots: int, results: dict) -> dict:
+    """One `icl.json` settings record: every metric lm-eval reported for a (task, shots)."""
+    metrics = metrics_by_name(results["results"][name])
+    entry: dict = {"task": name, "shots": int(shots), "n": sample_count(name, results)}
+    for metric in HEADLINE_METRICS:
+        value, stderr = metrics.get(metric, (None, None))
+        entry[metric], entry[f"{metric}_stderr"] = value, stderr
+    return entry
+
+
+def check_unique_names(tasks: list[dict]) -> None:
     names = [t["name"] for t in tasks]
     if len(names) != len(set(names)):
         raise ValueError("a task appears twice in the ICL task list")
-    by_shots: dict[int, list[dict]] = {}
-    for task in tasks:
-        by_shots.setdefault(int(task["shots"]), []).append(task)
+
+
+def settings_by_shots(settings: list[tuple[str, int]]) -> dict[int, list[str]]:
+    by_shots: dict[int, list[str]] = {}
+    for task, shots in dict.fromkeys(settings):
+        by_shots.setdefault(int(shots), []).append(task)
     return dict(sorted(by_shots.items()))
 
 
@@ -124,9 +145,15 @@ def run_icl(
     device: str,
     limit: int | None,
     max_length: int | None = None,
+    settings: list[tuple[str, int]] = (),
+    cache_dir: Path | None = None,
 ) -> dict:
-    """Evaluate one model on `tasks` (`[{"name", "group", "shots"}]`); returns `icl.json`.
+    """Evaluate one model; returns `icl.json`.
 
+    `tasks` (`[{"name", "group", "shots"}]`) are the overview table's tasks, reported under
+    `tasks` by name; `settings` are further (task, shots) pairs the papers' protocols need.
+    Every distinct (task, shots) is evaluated once (reported under `settings` as
+    "task@shots"), and with `cache_dir` only when no cached result of this very model exists.
     `max_length` defaults to the model's `max_position_embeddings`; longer prompts are cut from
     the left by lm-eval.
     """
@@ -134,10 +161,66 @@ def run_icl(
     if include_path is not None:
         os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     import lm_eval
+
+    check_unique_names(tasks)
+    wanted = [(t["name"], int(t["shots"])) for t in tasks] + [(n, int(s)) for n, s in settings]
+    dtype = canonical_dtype(dtype)
+    cache = SettingCache(cache_dir)
+    fingerprint = model_fingerprint(model_dir) if cache_dir is not None else None
+
+    def identity(task: str, shots: int) -> dict:
+        return {"model": fingerprint, "shots": shots, "limit": limit, "seed": seed,
+                "dtype": dtype, "max_length": max_length,
+                "task": task_fingerprint(task, include_path, lm_eval.__version__)}
+
+    found: dict[tuple[str, int], dict] = {}
+    if cache_dir is not None:
+        for task, shots in dict.fromkeys(wanted):
+            cached = cache.get(task, shots, identity(task, shots))
+            if cached is not None:
+                found[(task, shots)] = cached
+    missing = [setting for setting in dict.fromkeys(wanted) if setting not in found]
+    if missing:
+        computed = evaluate_settings(model_dir, missing, include_path=include_path,
+                                     batch_size=batch_size, seed=seed, dtype=dtype,
+                                     device=device, limit=limit, max_length=max_length)
+        for (task, shots), results in computed.items():
+            cache.put(task, shots, identity(task, shots), results)
+        found.update(computed)
+    return {
+        "tasks": dict(sorted(
+            (t["name"], task_entry(t, found[(t["name"], int(t["shots"]))])) for t in tasks)),
+        "settings": {f"{task}@{shots}": setting_entry(task, shots, found[(task, shots)])
+                     for task, shots in sorted(dict.fromkeys(wanted))},
+        "lm_eval": {
+            "version": lm_eval.__version__,
+            "seeds": dict.fromkeys(("random", "numpy", "torch", "fewshot"), seed),
+            "batch_size": batch_size,
+            "dtype": dtype,
+            "limit": limit,
+            "cached_settings": sorted(f"{t}@{s}" for t, s in found if (t, s) not in missing),
+        },
+    }
+
+
+def evaluate_settings(
+    model_dir: str | Path,
+    settings: list[tuple[str, int]],
+    *,
+    include_path: Path | None,
+    batch_size: int,
+    seed: int,
+    dtype: str,
+    device: str,
+    limit: int | None,
+    max_length: int | None,
+) -> dict[tuple[str, int], dict]:
+    """lm-eval's results per (task, shots): the model is loaded once, `simple_evaluate` runs
+    once per distinct shot count (its `num_fewshot` applies to a whole call)."""
+    import lm_eval
     from lm_eval.models.huggingface import HFLM
     from lm_eval.tasks import TaskManager
 
-    dtype = canonical_dtype(dtype)
     model = HFLM(pretrained=str(model_dir), batch_size=batch_size, device=device, dtype=dtype,
                  softmax_dtype="float32", max_length=max_length)
     if include_path is None:
@@ -146,14 +229,13 @@ def run_icl(
     else:
         manager = TaskManager(include_path=str(include_path), include_defaults=False)
         cache = private_datasets_cache()
-
-    entries: dict[str, dict] = {}
+    out: dict[tuple[str, int], dict] = {}
     with cache:
-        for shots, group in tasks_by_shots(tasks).items():
-            log.info("lm-eval: %d tasks at %d shots", len(group), shots)
+        for shots, names in settings_by_shots(settings).items():
+            log.info("lm-eval: %d tasks at %d shots", len(names), shots)
             results = lm_eval.simple_evaluate(
                 model=model,
-                tasks=[t["name"] for t in group],
+                tasks=names,
                 num_fewshot=shots,
                 batch_size=batch_size,
                 device=device,
@@ -166,15 +248,6 @@ def run_icl(
                 torch_random_seed=seed,
                 fewshot_random_seed=seed,
             )
-            for task in group:
-                entries[task["name"]] = task_entry(task, results)
-    return {
-        "tasks": dict(sorted(entries.items())),
-        "lm_eval": {
-            "version": lm_eval.__version__,
-            "seeds": dict.fromkeys(("random", "numpy", "torch", "fewshot"), seed),
-            "batch_size": batch_size,
-            "dtype": dtype,
-            "limit": limit,
-        },
-    }
+            for name in names:
+                out[(name, shots)] = task_results(name, results)
+    return out

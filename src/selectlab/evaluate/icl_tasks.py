@@ -47,6 +47,9 @@ DEFAULT_PARAMS: dict = {
     "items_per_source": 100,
     "fewshot_per_source": 8,
     "shots": 0,  # an int for every kind, or {kind: int}
+    # The most demonstrations the papers' protocols ask of a task standing in for one of
+    # theirs (evaluation.icl.stand_ins); every kind then gets a few-shot split.
+    "protocol_shots": 0,
     "seed": 0,
     "context_words": 40,
     "continuation_words": 12,
@@ -82,7 +85,8 @@ def resolve_params(params: dict) -> dict:
     if isinstance(shots, int):
         shots = dict.fromkeys(resolved["kinds"], shots)
     resolved["shots"] = {kind: int(shots.get(kind, 0)) for kind in resolved["kinds"]}
-    if max(resolved["shots"].values(), default=0) > resolved["fewshot_per_source"]:
+    most = max([*resolved["shots"].values(), int(resolved["protocol_shots"])], default=0)
+    if most > resolved["fewshot_per_source"]:
         raise ValueError("shots exceed fewshot_per_source: the few-shot split would be too small")
     if resolved["n_choices"] < 2:
         raise ValueError("n_choices must be at least 2")
@@ -243,8 +247,10 @@ def source_items(
     order = list(pool)
     rng.shuffle(order)
     candidates = candidates_for(kind, pool)
-    # A zero-shot kind needs no few-shot split; its documents all stay available for testing.
-    n_fewshot = params["fewshot_per_source"] if params["shots"][kind] > 0 else 0
+    # A kind no one evaluates with demonstrations needs no few-shot split; its documents all
+    # stay available for testing.
+    needs_fewshot = params["shots"][kind] > 0 or params["protocol_shots"] > 0
+    n_fewshot = params["fewshot_per_source"] if needs_fewshot else 0
     n_test = params["items_per_source"]
     fewshot: list[dict] = []
     test: list[dict] = []

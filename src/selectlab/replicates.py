@@ -1,0 +1,75 @@
+"""Replicates: k runs of one selection variant, each with its own selection and model seed.
+
+`replicates: k` at the top of the config (default 1, as the papers ran each selection once)
+or on a variant gives k runs: the variant itself and `{variant}__rep{i}` for i = 1 .. k-1.
+Replicate i has seed `replicate_seed(seed, i)`, which seeds both its selection and its model
+(a variant's pretraining seed defaults to its selection seed). A replicate that reorders or
+continues another variant (a curriculum's `of`, a continued pre-training's `init_from`) uses
+that variant's replicate i when it has one, so each replicate is a whole independent chain.
+The tables report the mean of a variant's replicates and a 95% interval over them.
+"""
+
+from __future__ import annotations
+
+import copy
+
+REPLICATE_MARK = "__rep"
+SEED_STRIDE = 7919  # a prime: replicate seeds of neighbouring base seeds do not collide
+
+
+def replicate_count(config: dict, variant: str) -> int:
+    entry = config["variants"][variant]
+    return int(entry.get("replicates", config.get("replicates", 1)))
+
+
+def replicate_name(variant: str, index: int) -> str:
+    return variant if index == 0 else f"{variant}{REPLICATE_MARK}{index}"
+
+
+def replicate_names(config: dict, variant: str) -> list[str]:
+    """The variant itself first, then its other replicates."""
+    return [replicate_name(variant, i) for i in range(replicate_count(config, variant))]
+
+
+def parse_replicate_name(name: str) -> tuple[str, int] | None:
+    """(variant, index) of a `{variant}__rep{i}` name (i >= 1), or None for any other name."""
+    base, mark, index = name.rpartition(REPLICATE_MARK)
+    if not mark or not base or not index.isdigit() or int(index) < 1:
+        return None
+    return base, int(index)
+
+
+def base_variant(name: str) -> str:
+    parsed = parse_replicate_name(name)
+    return parsed[0] if parsed else name
+
+
+def replicate_seed(seed: int, index: int) -> int:
+    return (int(seed) + SEED_STRIDE * index) % 2**31
+
+
+def all_replicate_names(config: dict) -> list[str]:
+    """Every replicate beyond the first of every configured variant, in config order."""
+    return [name for variant in config["variants"]
+            for name in replicate_names(config, variant)[1:]]
+
+
+def replicate_entry(config: dict, name: str) -> dict | None:
+    """A replicate's variant entry, or None when `name` names no configured replicate."""
+    parsed = parse_replicate_name(name)
+    if parsed is None or parsed[0] not in config["variants"]:
+        return None
+    variant, index = parsed
+    if index >= replicate_count(config, variant):
+        raise ValueError(f"variant {variant!r} has {replicate_count(config, variant)} "
+                         f"replicate(s); {name!r} is not one of them")
+    entry = copy.deepcopy(config["variants"][variant])
+    entry["seed"] = replicate_seed(entry.get("seed", config["seed"]), index)
+    params, pretrain = entry.get("params", {}), entry.get("pretrain", {})
+    if "seed" in pretrain:
+        pretrain["seed"] = replicate_seed(pretrain["seed"], index)
+    for holder, key in ((params, "of"), (pretrain, "init_from")):
+        other = holder.get(key)
+        if other in config["variants"] and index < replicate_count(config, other):
+            holder[key] = replicate_name(other, index)
+    return entry

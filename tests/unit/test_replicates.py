@@ -1,0 +1,64 @@
+"""Replicates: k seeds of one selection variant, each a whole independent chain."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from selectlab import config as cfg
+from selectlab.config import load_config
+from selectlab.replicates import (
+    all_replicate_names,
+    base_variant,
+    parse_replicate_name,
+    replicate_names,
+)
+from tests.conftest import REPO
+
+EMBEDDED = load_config(REPO / "config" / "config.yaml")
+
+
+def with_replicates(k: int, **per_variant: int) -> dict:
+    config = copy.deepcopy(EMBEDDED)
+    config["replicates"] = k
+    for name, count in per_variant.items():
+        config["variants"][name]["replicates"] = count
+    return config
+
+
+def test_names_and_counts():
+    config = with_replicates(3, uniform_plus50=1)
+    assert replicate_names(config, "uniform") == ["uniform", "uniform__rep1", "uniform__rep2"]
+    assert replicate_names(config, "uniform_plus50") == ["uniform_plus50"]
+    assert "uniform__rep2" in all_replicate_names(config)
+    assert not any(n.startswith("uniform_plus50__") for n in all_replicate_names(config))
+    assert parse_replicate_name("overall_l5__rep2") == ("overall_l5", 2)
+    assert parse_replicate_name("overall_l5__rep0") is None
+    assert parse_replicate_name("all25__proxy003") is None
+    assert base_variant("overall_l5__rep2") == "overall_l5" and base_variant("x") == "x"
+    assert replicate_names(EMBEDDED, "uniform") == ["uniform"]  # default: one run
+
+
+def test_each_replicate_has_its_own_selection_and_model_seed():
+    config = with_replicates(3)
+    seeds = {cfg.resolve_selection(config, n)["seed"] for n in replicate_names(config, "uniform")}
+    assert len(seeds) == 3
+    for name in replicate_names(config, "overall_l5"):
+        selection = cfg.resolve_selection(config, name)
+        model = cfg.resolve_pretrain(config, name)["settings"]
+        assert model["seed"] == selection["seed"]
+        assert selection["method"] == "score_level"  # everything else is the variant's
+    with pytest.raises(ValueError, match="replicate"):
+        cfg.variant_entry(config, "uniform__rep3")
+
+
+def test_a_replicate_reorders_and_continues_its_own_chain():
+    config = with_replicates(2)
+    assert cfg.selection_params(config, "curriculum_expertise_up__rep1")["of"] == "uniform__rep1"
+    assert cfg.selection_upstream(config, "results/x", "curriculum_expertise_up__rep1") == [
+        "results/x/selections/uniform__rep1/selection.parquet"]
+    assert cfg.init_variant(config, "cpt_technology__rep1") == "overall_l5__rep1"
+    # A base with a single run is shared by every replicate built on it.
+    single_base = with_replicates(2, overall_l5=1)
+    assert cfg.init_variant(single_base, "cpt_technology__rep1") == "overall_l5"
