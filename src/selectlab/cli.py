@@ -17,6 +17,7 @@ from selectlab.commands import (
     corpus,
     evaluate,
     judge,
+    papers,
     pretrain,
     raters,
     report,
@@ -24,7 +25,8 @@ from selectlab.commands import (
     tokens,
 )
 
-STAGES = [corpus, tokens, judge, raters, annotate, analysis, select, pretrain, evaluate, report]
+STAGES = [corpus, tokens, judge, raters, annotate, analysis, select, pretrain, evaluate, papers,
+          report]
 
 
 def build_parser() -> argparse.ArgumentParser:

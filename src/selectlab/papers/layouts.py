@@ -12,6 +12,9 @@ Kinds:
 * `domain`: DataMan Table 2, one block per continued-pre-training domain: the base model and
   each domain's continued model, scored on that domain's MMLU subtasks;
 * `ppl_source`: DataMan Tables 12 and 13, perplexity per SlimPajama source on one split.
+
+Meta-rater's Figures 2 and 3 chart numbers of the `summary` kind; they are laid out as tables
+too (`metarater_figure2`, `metarater_figure3`) and drawn from them.
 """
 
 from __future__ import annotations
@@ -28,10 +31,11 @@ class TableLayout:
     perplexity: bool = False
     split: str | None = None
     extra_tasks: bool = False
+    item: str = "table"  # or "figure": the paper draws these numbers as a chart
 
     @property
     def name(self) -> str:
-        return f"{self.paper}_table{self.number}"
+        return f"{self.paper}_{self.item}{self.number}"
 
 
 # The source order of DataMan Tables 12-13: CC, C4, Github, Wiki, ArXiv, StackEx, Book, Overall.
@@ -65,11 +69,17 @@ LAYOUTS: dict[str, TableLayout] = {
         TableLayout("metarater", "13", "per_task", "Meta-rater Table 13: ICL per task"),
         TableLayout("metarater", "19", "per_task",
                     "Meta-rater Table 19: MMLU and NaturalQuestions", extra_tasks=True),
+        TableLayout("metarater", "2", "summary",
+                    "Meta-rater Figure 2: downstream scores by number of proxy models",
+                    item="figure"),
+        TableLayout("metarater", "3", "summary",
+                    "Meta-rater Figure 3: all domains vs CommonCrawl only", item="figure"),
     )
 }
 
 
 def layout(paper: str, table: str) -> TableLayout:
+    """`table` is the config's key: `table1`, `figure3`, ..."""
     name = f"{paper}_{table}"
     if name not in LAYOUTS:
         known = sorted(n for n in LAYOUTS if n.startswith(f"{paper}_"))

@@ -34,8 +34,8 @@ def setting_score(icl: Mapping | None, setting: Setting, metric: str) -> Score:
     entry = (icl or {}).get("settings", {}).get(setting.key)
     if not entry:
         return Score(None)
-    if metric not in entry and metric == "exact_match":
-        metric = "acc"
+    if metric == "exact_match" and entry.get(metric) is None:
+        metric = "acc"  # a benchmark with exact match has no acc: stays empty there
     value = finite_or_none(entry.get(metric))
     stderr = finite_or_none(entry.get(f"{metric}_stderr"))
     return Score(None if value is None else 100.0 * value,

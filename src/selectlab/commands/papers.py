@@ -1,0 +1,88 @@
+"""`selectlab papers`: the per-paper tables, the comparison with published numbers, the claims."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from selectlab.commands import add_action, json_arg
+
+CELLS = "paper_cells"
+
+
+def tables(args) -> dict:
+    from selectlab.papers.cells import build_cells, read_results
+    from selectlab.papers.tables import all_paper_tables
+    from selectlab.report.table_files import write_table
+    from selectlab.shards import atomic_write_bytes
+
+    plan = args.params
+    runs = sorted({run for names in plan["replicates"].values() for run in names})
+    perplexity, icl = read_results(Path(args.eval_dir), runs)
+    cells = build_cells(plan, perplexity, icl)
+    out = Path(args.out_dir)
+    atomic_write_bytes(out / f"{CELLS}.csv",
+                       cells.to_csv(index=False, lineterminator="\n").encode("utf-8"))
+    frames = all_paper_tables(plan, cells)
+    for name, frame in frames.items():
+        write_table(frame, out / f"{name}.csv", out / f"{name}.md", args.notes)
+    return {"tables": sorted(frames), "cells": len(cells),
+            "empty_cells": int(cells["mean"].isna().sum())}
+
+
+def vs_published(args) -> dict:
+    from selectlab.papers.cells import read_cells
+    from selectlab.papers.published import DIFFERENT_SCALE, read_published
+    from selectlab.papers.published import vs_published as compare
+    from selectlab.report.table_files import write_table
+
+    frame = compare(read_cells(Path(args.cells)), read_published(args.published), args.scale)
+    frame.attrs["decimals"] = {c: 2 for c in ("run", "low", "high", "published", "difference")}
+    notes = [f"Every cell that both the run and a paper's table hold ({len(frame)} cells); "
+             "difference = run - published; low/high: the run's 95% interval."]
+    if args.scale == DIFFERENT_SCALE:
+        notes.append("DIFFERENT SCALE: this run's corpus, models and tasks are not the papers'; "
+                     "the comparison shows the shape of the tables, not a reproduction.")
+    write_table(frame, Path(args.out_csv), Path(args.out_md), notes + args.notes)
+    return {"compared": len(frame), "scale": args.scale}
+
+
+def claims(args) -> dict:
+    from selectlab.papers.cells import read_cells
+    from selectlab.papers.claims import judge_claims, load_claims
+    from selectlab.report.table_files import write_table
+
+    ledger = load_claims(Path(args.claims), Path(args.schema))
+    frame = judge_claims(ledger, read_cells(Path(args.cells)), args.scale)
+    counts = frame["verdict"].value_counts().to_dict()
+    notes = ["Verdict by the 95% interval of each difference: over replicates when the run "
+             "has them, else lm-eval's standard errors (column interval); not run = the "
+             "configuration lacks the claim's variants.",
+             "Verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + "."]
+    write_table(frame, Path(args.out_csv), Path(args.out_md), notes + args.notes)
+    return {"claims": len(frame), "verdicts": counts}
+
+
+def register(stages) -> None:
+    parser = stages.add_parser("papers", help="per-paper tables, published numbers, claims")
+    actions = parser.add_subparsers(dest="action", required=True)
+    p = add_action(actions, "tables", tables, "each paper's tables and the cells behind them")
+    p.add_argument("--params", type=json_arg, required=True,
+                   help="selectlab.papers.plan.paper_plan(config) as JSON")
+    p.add_argument("--eval-dir", required=True, help="eval/ holding {run}/icl.json etc.")
+    p.add_argument("--notes", nargs="*", default=[], help="notes every table carries")
+    p.add_argument("--out-dir", required=True)
+    p = add_action(actions, "vs-published", vs_published, "run vs published, cell by cell")
+    p.add_argument("--cells", required=True, help=f"tables/{CELLS}.csv")
+    p.add_argument("--published", nargs="+", required=True, help="config/published/*.csv")
+    p.add_argument("--scale", required=True, choices=["same scale", "different scale"])
+    p.add_argument("--notes", nargs="*", default=[])
+    p.add_argument("--out-csv", required=True)
+    p.add_argument("--out-md", required=True)
+    p = add_action(actions, "claims", claims, "judge the claims ledger on the run's cells")
+    p.add_argument("--cells", required=True, help=f"tables/{CELLS}.csv")
+    p.add_argument("--claims", required=True, help="config/claims.yaml")
+    p.add_argument("--schema", required=True, help="config/schema/claims.schema.yaml")
+    p.add_argument("--scale", required=True, choices=["same scale", "different scale"])
+    p.add_argument("--notes", nargs="*", default=[])
+    p.add_argument("--out-csv", required=True)
+    p.add_argument("--out-md", required=True)

@@ -1,0 +1,51 @@
+"""What the per-paper tables, the comparison with published numbers and the claims need from
+the config, resolved once into plain JSON (the rules pass it as one parameter): each table's
+rows, each paper task's evaluated setting, every row's replicates, labels and the run's scale.
+"""
+
+from __future__ import annotations
+
+from selectlab.papers import protocols as P
+from selectlab.papers.published import DIFFERENT_SCALE, SAME_SCALE
+from selectlab.replicates import replicate_names
+
+
+def run_scale(config: dict) -> str:
+    """The papers' scale means their corpus and their benchmarks; anything else is labelled
+    as a different scale wherever it meets a published number."""
+    at_scale = config["corpus"]["mode"] == "slimpajama" and not P.uses_local_tasks(config)
+    return SAME_SCALE if at_scale else DIFFERENT_SCALE
+
+
+def table_plan(config: dict, table: P.PaperTable) -> dict:
+    plan = {"name": table.name, "protocol": table.protocol.name, "rows": list(table.rows)}
+    if table.layout.kind == "domain":
+        plan["blocks"] = [{"domain": b.domain.key, "rows": list(b.rows)}
+                          for b in P.domain_blocks(config, table)]
+    return plan
+
+
+def paper_plan(config: dict) -> dict:
+    tables = P.paper_tables(config)
+    specs = config["evaluation"].get("protocols", {})
+    used = {table.protocol.name for table in tables}
+    members = {v for table in tables for v in P.table_members(config, table)}
+    stand = P.stand_ins(config)
+    return {
+        "protocols": {name: specs[name] for name in specs if name in used},
+        "tables": [table_plan(config, table) for table in tables],
+        "settings": {
+            name: {task: P.task_setting(config, spec).key for task, spec in protocol.tasks.items()
+                   if not P.uses_local_tasks(config) or task in stand.tasks}
+            for name, protocol in P.protocols(config).items() if name in used
+        },
+        "stand_ins": P.uses_local_tasks(config),
+        "replicates": {v: replicate_names(config, v) for v in sorted(members)},
+        "labels": {v: config["variants"][v].get("label", v) for v in sorted(members)},
+        "scale": run_scale(config),
+    }
+
+
+def evaluated_variants(config: dict) -> list[str]:
+    """Every run (replicates included) whose results the per-paper tables read."""
+    return sorted({name for names in paper_plan(config)["replicates"].values() for name in names})
