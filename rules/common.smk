@@ -1,13 +1,23 @@
 # Shared helpers: paths, shard listing, per-job config resolution. Logic lives in selectlab.
+import glob
 import os
 
 from selectlab import config as cfg
+from selectlab.papers import layouts as papers_layouts
+from selectlab.papers import plan as papers_plan
+from selectlab.papers import protocols as papers_protocols
+from selectlab.replicates import all_replicate_names, base_variant
 
 RUN = f"results/{config['run']}"
 LOGS = f"{RUN}/logs"
 SHARD_FILES = cfg.shard_files(config, RUN)
 SHARDS = list(SHARD_FILES)
 VARIANTS = list(config["variants"])
+# Replicates beyond the first (`{variant}__rep{i}`): selected, trained and evaluated like their
+# variant, read by the per-paper tables (rules/papers.smk).
+REPLICATES = all_replicate_names(config)
+PAPER_PLAN = papers_plan.paper_plan(config)
+PAPER_RUNS = papers_plan.evaluated_variants(config)
 SPLITS = ["validation", "test"]
 CONTAINERS = {
     "cpu": "containers/cpu.sif",
@@ -16,10 +26,11 @@ CONTAINERS = {
 } | config.get("containers", {})
 
 
-# `variant` also matches the generated Meta-rater proxies (selected, trained, perplexity only).
+# `variant` also matches the replicates and the generated Meta-rater proxies (selected, trained,
+# perplexity only).
 wildcard_constraints:
     shard="[A-Za-z0-9_]+",
-    variant="|".join(VARIANTS + cfg.proxy_name_patterns(config)),
+    variant="|".join(VARIANTS + REPLICATES + cfg.proxy_name_patterns(config)),
     split="validation|test",
 
 
@@ -68,6 +79,15 @@ def init_model(wildcards):
     """The final model of the variant this one continues pretraining from, if any."""
     parent = cfg.init_variant(config, wildcards.variant)
     return [f"{RUN}/models/{parent}/final"] if parent else []
+
+
+def pretrain_params(variant):
+    """A variant's training settings; on a curve figure, with the points to snapshot."""
+    resolved = cfg.resolve_pretrain(config, variant)
+    fractions = papers_protocols.curve_fractions(config, base_variant(variant))
+    if fractions:
+        resolved["settings"]["snapshot_fractions"] = fractions
+    return resolved
 
 
 def report_params():

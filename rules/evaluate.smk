@@ -1,6 +1,15 @@
 # Evaluation: per-source perplexity and in-context learning (lm-eval) for every trained model.
 ICL = config["evaluation"]["icl"]
 LOCAL_ICL = ICL["tasks"] == "local"
+# Stand-ins asked for demonstrations by a paper's protocol need a few-shot split.
+STAND_IN_SHOTS = papers_protocols.largest_stand_in_shots(config)
+# The (task, shots) settings each variant's per-paper tables need beyond the overview's tasks.
+PROTOCOL_SETTINGS = {
+    variant: [
+        [s.task, s.shots] for s in papers_protocols.variant_settings(config, variant)
+    ]
+    for variant in VARIANTS
+}
 
 
 if LOCAL_ICL:
@@ -15,7 +24,10 @@ if LOCAL_ICL:
         container:
             CONTAINERS["train"]
         params:
-            cfg=json_param(ICL.get("local_tasks", {})),
+            cfg=json_param(
+                ICL.get("local_tasks", {})
+                | ({"protocol_shots": STAND_IN_SHOTS} if STAND_IN_SHOTS else {})
+            ),
         shell:
             "selectlab evaluate tasks --heldout {input} --params {params.cfg:q}"
             " --out-dir {output} > {log} 2>&1"
@@ -70,11 +82,14 @@ rule eval_icl:
         gpu_model=lambda w: eval_gpu_resource(w.variant, "gpu_model"),
         cpus_per_gpu=lambda w: eval_gpu_resource(w.variant, "cpus_per_gpu"),
     params:
-        cfg=json_param(
+        cfg=lambda w: json_param(
             {k: ICL[k] for k in ("tasks", "batch_size", "dtype", "limit") if k in ICL}
             | {"seed": config["seed"]}
+            | {"settings": PROTOCOL_SETTINGS.get(base_variant(w.variant), [])}
         ),
         tasks=lambda w, input: f"--tasks-dir {input.tasks}" if input.tasks else "",
+        # Results per (task, shots) of this model, kept across reruns (not an output).
+        cache=lambda w, output: os.path.join(os.path.dirname(output[0]), "icl_cache"),
     shell:
         "selectlab evaluate icl --model {input.model} {params.tasks} --params {params.cfg:q}"
-        " --out {output} > {log} 2>&1"
+        " --cache-dir {params.cache} --out {output} > {log} 2>&1"

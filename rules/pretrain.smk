@@ -26,7 +26,7 @@ rule pretrain:
         tasks_per_gpu=lambda w: pretrain_mpi_resources(w.variant)["tasks_per_gpu"],
         mpi=lambda w: pretrain_mpi_resources(w.variant)["mpi"],
     params:
-        cfg=lambda w: json_param(cfg.resolve_pretrain(config, w.variant)),
+        cfg=lambda w: json_param(pretrain_params(w.variant)),
         checkpoints=lambda w, output: os.path.join(
             os.path.dirname(output.model), "checkpoints"
         ),

@@ -78,9 +78,19 @@ rule figures:
         " --metarater {params.metarater:q} --out-dir {params.out_dir} > {log} 2>&1"
 
 
-# The analysis outputs (rules/analysis.smk) follow the results in the report.
-REPORT_TABLES = TABLE_NAMES + ANALYSIS.tables()
-REPORT_FIGURES = FIGURE_NAMES + ANALYSIS.figures()
+# The report leads with the papers' own tables, the comparison with their numbers and the
+# claims (rules/papers.smk); the analysis outputs (rules/analysis.smk) follow the results.
+REPORT_TABLES = PAPER_REPORT_TABLES + TABLE_NAMES + ANALYSIS.tables()
+REPORT_FIGURES = PAPER_FIGURE_NAMES + FIGURE_NAMES + ANALYSIS.figures()
+
+
+def caption_stem(name):
+    """report/<stem>.rst of a table or figure in the report."""
+    return (
+        CAPTION.get(name)
+        or papers_layouts.report_caption(name)
+        or analysis_cfg.caption_stem(name)
+    )
 
 
 rule html_report:
@@ -91,8 +101,7 @@ rule html_report:
         figures=expand(f"{RUN}/figures/{{name}}.png", name=REPORT_FIGURES),
         captions=expand(
             "report/{name}.rst",
-            name=[CAPTION.get(n, analysis_cfg.caption_stem(n)) for n in REPORT_TABLES]
-            + sorted({analysis_cfg.caption_stem(n) for n in REPORT_FIGURES}),
+            name=sorted({caption_stem(n) for n in REPORT_TABLES + REPORT_FIGURES}),
         ),
     output:
         f"{RUN}/report/report.html",
@@ -157,6 +166,13 @@ rule archive:
         expand(f"{RUN}/models/{{variant}}/train_log.csv", variant=VARIANTS),
         [cfg.metarater_weights_path(RUN, s, n) for s, n in cfg.metarater_fits(config)],
         analysis_targets(),
+        expand(
+            f"{RUN}/tables/{{name}}.{{ext}}",
+            name=PAPER_REPORT_TABLES,
+            ext=["csv", "md"],
+        ),
+        [f"{RUN}/tables/paper_cells.csv"] if PAPER_REPORT_TABLES else [],
+        expand(f"{RUN}/figures/{{name}}.png", name=PAPER_FIGURE_NAMES),
     output:
         f"{RUN}/archive/selectlab-{config['run']}.tar.gz",
     log:

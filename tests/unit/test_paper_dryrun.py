@@ -24,7 +24,7 @@ from selectlab import config as cfg
 REPO = Path(__file__).resolve().parents[2]
 TRAIN_FILES, GROUP_SIZE = 6, 2  # three shards
 # Rules whose jobs run models; annotation and rater training only for model-backed entries.
-GPU_RULES = {"judge", "pretrain", "eval_perplexity", "eval_icl"}
+GPU_RULES = {"judge", "pretrain", "eval_perplexity", "eval_icl", "eval_curve"}
 MODEL_KINDS = {"refppl", "embedding", "rater", "rater_generative"}
 
 
@@ -113,6 +113,11 @@ def test_every_paper_row_is_pretrained_and_evaluated_once(plan):
         assert all(counts[name] == 1 for name in variants), rule
     # Only the paper rows are evaluated in context; proxies are scored by perplexity alone.
     assert set(per_variant(plan, "eval_icl")) == set(variants)
+    # Meta-rater Figure 1's three models are also evaluated at 1/4, 1/2 and 3/4 of training.
+    curves = Counter((job.wildcards["variant"], job.wildcards["fraction"])
+                     for job in plan.jobs if job.rule == "eval_curve")
+    assert curves == {(v, f): 1 for v in ("uniform", "educational_value_top", "metarater_all")
+                      for f in ("0.25", "0.5", "0.75")}
 
 
 def test_metarater_proxies_are_planned_per_search(plan):
@@ -183,6 +188,15 @@ def test_paper_figures_names_every_paper_table_and_figure(plan):
             "metarater_weights.png", "metarater_proxies.png", "metarater_pca.png",
             "analysis_spearman.png", "analysis_dataman_pearson.png",
             "analysis_dataman_vs_nll.png"} <= names
+    # Each paper's own tables, the comparison with their numbers and the claims lead.
+    assert {"qurating_table1.md", "qurating_table9.md", "dataman_table1.md", "dataman_table2.md",
+            "dataman_table12.md", "dataman_table13.md", "dataman_table14.md",
+            "dataman_table15.md", "metarater_table1.md", "metarater_table3.md",
+            "metarater_table4.md", "metarater_table13.md", "metarater_table19.md",
+            "metarater_figure1.md", "metarater_figure2.md", "metarater_figure3.md",
+            "vs_published.md", "claims.md"} <= names
+    assert {"metarater_figure1.png", "metarater_figure2.png", "metarater_figure3.png",
+            "paper_spread.png"} <= names
     distributions = {n for n in names if n.startswith("analysis_distribution_")}
     assert len(distributions) == 8  # every annotation family but the embedding
     weights = [path for path in job.inputs if path.endswith("weights.json")]

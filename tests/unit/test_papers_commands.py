@@ -28,7 +28,7 @@ def test_commands_write_tables_comparison_and_claims(tmp_path):
             json.dumps(ppl_result(30.0 - 10 * accuracy)))
     tables = tmp_path / "tables"
     assert main(["papers", "tables", "--params", json.dumps(plan), "--eval-dir",
-                 str(tmp_path / "eval"), "--notes", "SIMULATED judge", "--out-dir",
+                 str(tmp_path / "eval"), "--notes", '["SIMULATED judge"]', "--out-dir",
                  str(tables)]) == 0
     for name in ("qurating_table1", "dataman_table1", "dataman_table2", "metarater_table13"):
         assert (tables / f"{name}.csv").exists()

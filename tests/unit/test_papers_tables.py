@@ -166,3 +166,45 @@ def test_published_files_are_numbers_keyed_by_configured_variants():
     tables = {t for t in published["table"]}
     layouts = {t["name"] for t in paper_plan(PAPER)["tables"]}
     assert tables <= layouts
+
+
+def test_curve_cells_tables_and_charts(tmp_path):
+    """Meta-rater Figure 1 at full scale: each row evaluated at 1/4, 1/2, 3/4 and at the end."""
+    from selectlab.papers.claims import judge_claims, load_claims
+    from selectlab.papers.figures import draw_charts
+    from selectlab.papers.layouts import chart_names
+
+    config = copy.deepcopy(PAPER)
+    for variant in ("uniform", "metarater_all"):  # two seeds each, here giving equal numbers
+        config["variants"][variant]["replicates"] = 2
+    plan = paper_plan(config)
+    (curve,) = [t for t in plan["tables"] if t["name"] == "metarater_figure1"]
+    assert curve["fractions"] == ["0.25", "0.5", "0.75", "1.0"]
+    assert ["metarater_all__rep1", "0.5"] in plan["curve_runs"]
+    icl = {run: icl_result(plan, {}, 0.45 if run.startswith("uniform") else 0.5)
+           for run in evaluated_variants(config)}
+    # Meta-rater climbs 0.40 -> 0.50 over its run; at half its tokens it has uniform's 0.45.
+    curve_icl = {(run, f): icl_result(plan, {}, {"0.25": 0.40, "0.5": 0.45, "0.75": 0.48}[f])
+                 for run, f in plan["curve_runs"]}
+    cells = build_cells(plan, {}, icl, curve_icl)
+    half = cell_estimate(cells, "metarater_figure1", "metarater_all", "average", "0.5")
+    final = cell_estimate(cells, "metarater_figure1", "uniform", "average", "1.0")
+    assert half.mean == pytest.approx(45.0) and final.mean == pytest.approx(45.0)
+    tokens = cell_estimate(cells, "metarater_figure1", "metarater_all", "tokens", "0.5")
+    assert tokens.mean == 15e9
+    claims = load_claims(REPO / "config" / "claims.yaml",
+                         REPO / "config" / "schema" / "claims.schema.yaml")
+    verdicts = judge_claims(claims, cells, "same scale").set_index("id")["verdict"]
+    assert verdicts["metarater_half_tokens_match_random"] == "reproduced"
+    # One run each: lm-eval's errors (2 points a task) give +-1.96 around 0, wider than the
+    # claim's tolerance of 1 point: no verdict either way.
+    single = build_cells(paper_plan(PAPER), {}, icl, curve_icl)
+    verdicts = judge_claims(claims, single, "same scale").set_index("id")["verdict"]
+    assert verdicts["metarater_half_tokens_match_random"] == "inconclusive"
+    table = all_paper_tables(plan, cells)["metarater_figure1"]
+    assert table["Fraction of training"].tolist()[:3] == ["0.25"] * 3
+    written = draw_charts(cells, plan, tmp_path)
+    assert written == chart_names(plan) == [
+        "metarater_figure1", "metarater_figure2", "metarater_figure3", "paper_spread"]
+    for name in written:
+        assert (tmp_path / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

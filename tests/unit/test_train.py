@@ -103,3 +103,22 @@ def test_killed_run_resumes_to_the_same_weights(tmp_path, long_packed, tiny_toke
     log_a, log_b = pd.read_csv(straight / "log.csv"), pd.read_csv(killed / "log.csv")
     assert log_a["step"].tolist() == log_b["step"].tolist()
     assert np.allclose(log_a["loss"], log_b["loss"], atol=1e-5)
+
+
+def test_snapshots_part_way_through_land_in_the_final_model(tmp_path, packed,
+                                                            tiny_tokenizer_dir):
+    from selectlab.train.snapshots import snapshot_steps
+
+    assert snapshot_steps([0.25, 0.5], 10) == {2: 0.25, 5: 0.5}
+    assert snapshot_steps([0.01], 10) == {1: 0.01}
+    with pytest.raises(ValueError):
+        snapshot_steps([1.0], 10)
+    card = pretrain(packed, tiny_tokenizer_dir, PRESET, settings(snapshot_fractions=(0.5,)),
+                    tmp_path / "final", tmp_path / "ckpt", tmp_path / "log.csv")
+    (snapshot,) = card["snapshots"]
+    assert snapshot["fraction"] == 0.5 and snapshot["step"] == round(card["steps"] / 2)
+    half = tmp_path / "final" / "snapshots" / "f0.5"
+    assert (half / "tokenizer.json").exists() and not (tmp_path / "ckpt" / "snapshots" /
+                                                         "f0.5").exists()
+    early, final = (load_file(d / "model.safetensors") for d in (half, tmp_path / "final"))
+    assert any(not np.allclose(early[k].numpy(), final[k].numpy()) for k in final)

@@ -50,6 +50,8 @@ def icl(args) -> dict:
         task_list, include = load_task_list(Path(args.tasks_dir)), Path(args.tasks_dir)
     else:
         task_list, include = p["tasks"], None
+    if p.get("settings_only"):
+        task_list = []  # a training snapshot: only the papers' settings, no overview table
     result = run_icl(args.model, task_list, include_path=include, batch_size=p["batch_size"],
                      seed=p["seed"], dtype=p.get("dtype", "float32"), device=default_device(),
                      limit=p.get("limit"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import json
 from pathlib import Path
 
 from selectlab.commands import add_action, json_arg
@@ -9,8 +11,16 @@ from selectlab.commands import add_action, json_arg
 CELLS = "paper_cells"
 
 
+def json_list(text: str) -> list[str]:
+    """`--notes`: the notes every table carries, as a JSON list of strings."""
+    value = json.loads(text)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise argparse.ArgumentTypeError("--notes must be a JSON list of strings")
+    return value
+
+
 def tables(args) -> dict:
-    from selectlab.papers.cells import build_cells, read_results
+    from selectlab.papers.cells import build_cells, read_curve_results, read_results
     from selectlab.papers.tables import all_paper_tables
     from selectlab.report.table_files import write_table
     from selectlab.shards import atomic_write_bytes
@@ -18,7 +28,8 @@ def tables(args) -> dict:
     plan = args.params
     runs = sorted({run for names in plan["replicates"].values() for run in names})
     perplexity, icl = read_results(Path(args.eval_dir), runs)
-    cells = build_cells(plan, perplexity, icl)
+    curve_icl = read_curve_results(Path(args.eval_dir), plan.get("curve_runs", []))
+    cells = build_cells(plan, perplexity, icl, curve_icl)
     out = Path(args.out_dir)
     atomic_write_bytes(out / f"{CELLS}.csv",
                        cells.to_csv(index=False, lineterminator="\n").encode("utf-8"))
@@ -62,6 +73,14 @@ def claims(args) -> dict:
     return {"claims": len(frame), "verdicts": counts}
 
 
+def figures(args) -> dict:
+    from selectlab.papers.cells import read_cells
+    from selectlab.papers.figures import draw_charts
+
+    names = draw_charts(read_cells(Path(args.cells)), args.params, Path(args.out_dir))
+    return {"figures": names}
+
+
 def register(stages) -> None:
     parser = stages.add_parser("papers", help="per-paper tables, published numbers, claims")
     actions = parser.add_subparsers(dest="action", required=True)
@@ -69,13 +88,17 @@ def register(stages) -> None:
     p.add_argument("--params", type=json_arg, required=True,
                    help="selectlab.papers.plan.paper_plan(config) as JSON")
     p.add_argument("--eval-dir", required=True, help="eval/ holding {run}/icl.json etc.")
-    p.add_argument("--notes", nargs="*", default=[], help="notes every table carries")
+    p.add_argument("--notes", type=json_list, default=[], help="notes every table carries")
+    p.add_argument("--out-dir", required=True)
+    p = add_action(actions, "figures", figures, "the papers' charts and the replicates' spread")
+    p.add_argument("--params", type=json_arg, required=True, help="the paper plan as JSON")
+    p.add_argument("--cells", required=True, help=f"tables/{CELLS}.csv")
     p.add_argument("--out-dir", required=True)
     p = add_action(actions, "vs-published", vs_published, "run vs published, cell by cell")
     p.add_argument("--cells", required=True, help=f"tables/{CELLS}.csv")
     p.add_argument("--published", nargs="+", required=True, help="config/published/*.csv")
     p.add_argument("--scale", required=True, choices=["same scale", "different scale"])
-    p.add_argument("--notes", nargs="*", default=[])
+    p.add_argument("--notes", type=json_list, default=[])
     p.add_argument("--out-csv", required=True)
     p.add_argument("--out-md", required=True)
     p = add_action(actions, "claims", claims, "judge the claims ledger on the run's cells")
@@ -83,6 +106,6 @@ def register(stages) -> None:
     p.add_argument("--claims", required=True, help="config/claims.yaml")
     p.add_argument("--schema", required=True, help="config/schema/claims.schema.yaml")
     p.add_argument("--scale", required=True, choices=["same scale", "different scale"])
-    p.add_argument("--notes", nargs="*", default=[])
+    p.add_argument("--notes", type=json_list, default=[])
     p.add_argument("--out-csv", required=True)
     p.add_argument("--out-md", required=True)

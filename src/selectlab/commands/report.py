@@ -85,7 +85,9 @@ def figures(args) -> dict:
 
 
 def html(args) -> dict:
-    from selectlab.analysis.plan import caption_stem, heading
+    from selectlab.analysis.plan import caption_stem as analysis_caption
+    from selectlab.analysis.plan import heading
+    from selectlab.papers.layouts import report_caption, report_heading
     from selectlab.report.html import ReportSection, render_html_report, table_section
 
     tables_dir, figures_dir, captions = (Path(args.tables_dir), Path(args.figures_dir),
@@ -102,12 +104,17 @@ def html(args) -> dict:
     caption_name = {"main": "main_table", "selection_overlap": "selection_overlap_table"}
 
     def title(name: str) -> str:
-        # The analysis outputs (selectlab.analysis) name their own headings and captions.
-        return headings[name] if name in headings else heading(name)
+        # The papers' and the analysis outputs name their own headings and captions.
+        if name in headings:
+            return headings[name]
+        return report_heading(name) or heading(name)
+
+    def caption_stem(name: str) -> str:
+        return caption_name.get(name) or report_caption(name) or analysis_caption(name)
 
     sections = [
         table_section(title(name), tables_dir / f"{name}.csv", tables_dir / f"{name}.md",
-                      captions / f"{caption_name.get(name, caption_stem(name))}.rst")
+                      captions / f"{caption_stem(name)}.rst")
         for name in (args.tables or TABLES)
     ] + [
         ReportSection(title(name), caption_file=captions / f"{caption_stem(name)}.rst",

@@ -33,6 +33,7 @@ from selectlab.report.table_files import finite_or_none
 CELL_COLUMNS = ["table", "block", "variant", "column", "mean", "low", "high", "n", "se",
                 "basis", "values"]
 SPLIT_COLUMNS = {"validation": "val_ppl", "test": "test_ppl"}
+FINAL = "1.0"  # a curve's last point: the final (checkpoint-averaged) model
 
 
 def read_json_or_none(path: Path) -> dict | None:
@@ -44,6 +45,12 @@ def read_results(eval_dir: Path, names: list[str]) -> tuple[dict, dict]:
     eval_dir = Path(eval_dir)
     return ({n: read_json_or_none(eval_dir / n / "perplexity.json") for n in names},
             {n: read_json_or_none(eval_dir / n / "icl.json") for n in names})
+
+
+def read_curve_results(eval_dir: Path, curve_runs: list) -> dict:
+    """icl.json of every training-curve snapshot, keyed (run, fraction)."""
+    return {(run, key): read_json_or_none(Path(eval_dir) / run / "curve" / key / "icl.json")
+            for run, key in curve_runs}
 
 
 def overall_perplexity(result: Mapping | None, split: str) -> Score:
@@ -60,10 +67,12 @@ def source_columns(perplexity: Mapping[str, dict | None], split: str) -> list[st
 class CellBuilder:
     """Turns one table's rows into cells, given every run's loaded results."""
 
-    def __init__(self, plan: dict, perplexity: Mapping, icl: Mapping) -> None:
+    def __init__(self, plan: dict, perplexity: Mapping, icl: Mapping,
+                 curve_icl: Mapping | None = None) -> None:
         self.plan = plan
         self.perplexity = perplexity
         self.icl = icl
+        self.curve_icl = curve_icl or {}
         self.protocols = {n: parse_protocol(n, s) for n, s in plan["protocols"].items()}
 
     def setting_of(self, protocol: Protocol):
@@ -75,9 +84,13 @@ class CellBuilder:
 
         return setting
 
+    def run_icl(self, run: str, fraction: str) -> dict | None:
+        return self.icl.get(run) if fraction == FINAL else self.curve_icl.get((run, fraction))
+
     def run_scores(self, layout: TableLayout, protocol: Protocol, run: str,
-                   tasks: list[str]) -> dict[str, Score]:
-        """column -> this run's score, for one row of one table."""
+                   tasks: list[str], fraction: str = FINAL) -> dict[str, Score]:
+        """column -> this run's score, for one row of one table (at one point of its
+        training, for a curve)."""
         ppl = self.perplexity.get(run)
         if layout.kind == "ppl_source":
             split = (ppl or {}).get(layout.split, {})
@@ -86,12 +99,13 @@ class CellBuilder:
         out: dict[str, Score] = {}
         if layout.perplexity:
             out |= {col: overall_perplexity(ppl, split) for split, col in SPLIT_COLUMNS.items()}
-        scores = task_scores(self.icl.get(run), protocol, tasks, self.setting_of(protocol))
-        if layout.kind == "summary":
+        scores = task_scores(self.run_icl(run, fraction), protocol, tasks,
+                             self.setting_of(protocol))
+        if layout.kind in ("summary", "curve"):
             out |= group_scores(scores, protocol)
         else:
             out |= scores
-        if layout.kind in ("summary", "per_task") and not layout.extra_tasks:
+        if layout.kind in ("summary", "per_task", "curve") and not layout.extra_tasks:
             out["average"] = protocol_average(scores, protocol)
         if layout.kind == "domain":
             # Not a column of the paper's Table 2: the mean of the block's subtasks, which
@@ -99,11 +113,12 @@ class CellBuilder:
             out["average"] = mean_score(list(scores.values()))
         return out
 
-    def row_cells(self, table: str, block: str, variant: str, tasks: list[str]) -> list[dict]:
+    def row_cells(self, table: str, block: str, variant: str, tasks: list[str],
+                  fraction: str = FINAL) -> list[dict]:
         layout = LAYOUTS[table]
         protocol = self.protocols[layout.paper]
         runs = self.plan["replicates"][variant]
-        per_run = [self.run_scores(layout, protocol, run, tasks) for run in runs]
+        per_run = [self.run_scores(layout, protocol, run, tasks, fraction) for run in runs]
         cells = []
         for column in per_run[0]:
             scores = [scores[column] for scores in per_run]
@@ -119,6 +134,15 @@ class CellBuilder:
                     for c in self.row_cells(layout.name, block["domain"], v,
                                             list(protocol.domains[block["domain"]].tasks))]
         tasks = protocol.extra_tasks if layout.extra_tasks else protocol.grouped_tasks
+        if layout.kind == "curve":
+            # One block per point of training; `tokens` is how far each row had trained.
+            cells = []
+            for key in table_plan["fractions"]:
+                for v in table_plan["rows"]:
+                    tokens = float(key) * table_plan["tokens"][v]
+                    cells.append(cell_record(layout.name, key, v, "tokens", estimate([tokens])))
+                    cells += self.row_cells(layout.name, key, v, tasks, key)
+            return cells
         return [c for v in table_plan["rows"] for c in self.row_cells(layout.name, "", v, tasks)]
 
 
@@ -128,8 +152,9 @@ def cell_record(table: str, block: str, variant: str, column: str, est: Estimate
             "basis": est.basis, "values": ";".join(repr(v) for v in est.values)}
 
 
-def build_cells(plan: dict, perplexity: Mapping, icl: Mapping) -> pd.DataFrame:
-    builder = CellBuilder(plan, perplexity, icl)
+def build_cells(plan: dict, perplexity: Mapping, icl: Mapping,
+                curve_icl: Mapping | None = None) -> pd.DataFrame:
+    builder = CellBuilder(plan, perplexity, icl, curve_icl)
     records = [c for table in plan["tables"] for c in builder.table_cells(table)]
     frame = pd.DataFrame(records, columns=CELL_COLUMNS)
     return frame.astype({c: "float64" for c in NUMBERS} | {"n": "int64"})

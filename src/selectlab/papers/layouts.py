@@ -13,8 +13,11 @@ Kinds:
   each domain's continued model, scored on that domain's MMLU subtasks;
 * `ppl_source`: DataMan Tables 12 and 13, perplexity per SlimPajama source on one split.
 
-Meta-rater's Figures 2 and 3 chart numbers of the `summary` kind; they are laid out as tables
-too (`metarater_figure2`, `metarater_figure3`) and drawn from them.
+* `curve`: the `summary` columns of each row at several points of its training (fractions of
+  its tokens; 1.0 is the final model), Meta-rater Figure 1.
+
+Meta-rater's Figures 1-3 are charts; their numbers are laid out as tables too
+(`metarater_figure1` ...) and drawn from them.
 """
 
 from __future__ import annotations
@@ -69,6 +72,9 @@ LAYOUTS: dict[str, TableLayout] = {
         TableLayout("metarater", "13", "per_task", "Meta-rater Table 13: ICL per task"),
         TableLayout("metarater", "19", "per_task",
                     "Meta-rater Table 19: MMLU and NaturalQuestions", extra_tasks=True),
+        TableLayout("metarater", "1", "curve",
+                    "Meta-rater Figure 1: average downstream score against training tokens",
+                    item="figure"),
         TableLayout("metarater", "2", "summary",
                     "Meta-rater Figure 2: downstream scores by number of proxy models",
                     item="figure"),
@@ -85,3 +91,34 @@ def layout(paper: str, table: str) -> TableLayout:
         known = sorted(n for n in LAYOUTS if n.startswith(f"{paper}_"))
         raise ValueError(f"no layout for {paper} {table}; this workflow regenerates {known}")
     return LAYOUTS[name]
+
+
+# The charts `selectlab.papers.figures` draws (figures/<name>.png).
+CHARTS = ("metarater_figure1", "metarater_figure2", "metarater_figure3")
+SPREAD = "paper_spread"
+
+
+def chart_names(plan: dict) -> list[str]:
+    """The figures drawn for a paper plan, in the order they are drawn."""
+    names = [t["name"] for t in plan["tables"] if t["name"] in CHARTS]
+    return [*sorted(names), SPREAD] if plan["tables"] else []
+
+
+# Headings and caption files (report/<stem>.rst) of the papers' outputs in the HTML report.
+REPORT_ITEMS = {
+    "vs_published": ("The run beside the papers' published numbers", "vs_published"),
+    "claims": ("The papers' claims, judged on this run", "claims"),
+    "paper_spread": ("Each paper's Table 1 average: spread over replicates", "paper_spread"),
+}
+
+
+def report_heading(name: str) -> str | None:
+    if name in LAYOUTS:
+        return LAYOUTS[name].caption
+    return REPORT_ITEMS[name][0] if name in REPORT_ITEMS else None
+
+
+def report_caption(name: str) -> str | None:
+    if name in LAYOUTS:
+        return f"paper_{LAYOUTS[name].item}"
+    return REPORT_ITEMS[name][1] if name in REPORT_ITEMS else None

@@ -5,6 +5,7 @@ rows, each paper task's evaluated setting, every row's replicates, labels and th
 
 from __future__ import annotations
 
+from selectlab import config as cfg
 from selectlab.papers import protocols as P
 from selectlab.papers.published import DIFFERENT_SCALE, SAME_SCALE
 from selectlab.replicates import replicate_names
@@ -22,7 +23,19 @@ def table_plan(config: dict, table: P.PaperTable) -> dict:
     if table.layout.kind == "domain":
         plan["blocks"] = [{"domain": b.domain.key, "rows": list(b.rows)}
                           for b in P.domain_blocks(config, table)]
+    if table.layout.kind == "curve":
+        fractions = sorted(float(f) for f in table.spec.get("fractions", []))
+        plan["fractions"] = [P.fraction_key(f) for f in [*fractions, 1.0]]
+        plan["tokens"] = {v: cfg.resolve_selection(config, v)["budget_tokens"]
+                          for v in table.rows}
     return plan
+
+
+def curve_runs(config: dict) -> list[tuple[str, str]]:
+    """(run, fraction) of every snapshot a curve figure evaluates (the final model aside)."""
+    return sorted({(run, P.fraction_key(f)) for variant in config["variants"]
+                   for f in P.curve_fractions(config, variant)
+                   for run in replicate_names(config, variant)})
 
 
 def paper_plan(config: dict) -> dict:
@@ -40,6 +53,7 @@ def paper_plan(config: dict) -> dict:
             for name, protocol in P.protocols(config).items() if name in used
         },
         "stand_ins": P.uses_local_tasks(config),
+        "curve_runs": [list(pair) for pair in curve_runs(config)],
         "replicates": {v: replicate_names(config, v) for v in sorted(members)},
         "labels": {v: config["variants"][v].get("label", v) for v in sorted(members)},
         "scale": run_scale(config),

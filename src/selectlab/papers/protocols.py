@@ -131,6 +131,11 @@ class PaperTable:
     protocol: Protocol
     layout: TableLayout
     rows: tuple[str, ...]
+    table_id: str = ""  # the config's key: table1, figure1, ...
+
+    @property
+    def spec(self) -> dict:
+        return self.protocol.tables[self.table_id]
 
     @property
     def name(self) -> str:
@@ -144,7 +149,8 @@ def paper_tables(config: dict) -> list[PaperTable]:
         for table_id, spec in protocol.tables.items():
             rows = table_rows(config, spec)
             if rows:
-                tables.append(PaperTable(protocol, layout(protocol.name, table_id), tuple(rows)))
+                tables.append(PaperTable(protocol, layout(protocol.name, table_id), tuple(rows),
+                                         table_id))
     return tables
 
 
@@ -179,6 +185,20 @@ def domain_blocks(config: dict, table: PaperTable) -> list[DomainBlock]:
     return [DomainBlock(table.protocol.domains[key], tuple(rows))
             for key, rows in sorted(blocks.items(), key=lambda kv: list(
                 table.protocol.domains).index(kv[0]))]
+
+
+def fraction_key(fraction: float) -> str:
+    """How a point of a training curve is named in cells, claims and paths: "0.5", "1.0"."""
+    return str(float(fraction))
+
+
+def curve_fractions(config: dict, variant: str) -> list[float]:
+    """The points (fractions of its tokens, below 1) at which a variant's training is
+    snapshotted for the curve figures; [] for a variant on no curve."""
+    fractions = {float(f) for table in paper_tables(config)
+                 if table.layout.kind == "curve" and variant in table.rows
+                 for f in table.spec.get("fractions", [])}
+    return sorted(fractions)
 
 
 def table_tasks(config: dict, table: PaperTable, variant: str) -> list[str]:
@@ -245,6 +265,16 @@ def variant_settings(config: dict, variant: str) -> list[Setting]:
         for task in table_tasks(config, table, variant):
             setting = task_setting(config, table.protocol.tasks[task])
             settings.setdefault(setting.key, setting)
+    return sorted(settings.values(), key=lambda s: (s.task, s.shots))
+
+
+def curve_settings(config: dict, variant: str) -> list[Setting]:
+    """The settings a variant's training snapshots are evaluated on (its curve figures)."""
+    settings = {task_setting(config, table.protocol.tasks[t]).key:
+                task_setting(config, table.protocol.tasks[t])
+                for table in paper_tables(config)
+                if table.layout.kind == "curve" and variant in table.rows
+                for t in table.protocol.grouped_tasks}
     return sorted(settings.values(), key=lambda s: (s.task, s.shots))
 
 

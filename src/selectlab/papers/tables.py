@@ -37,7 +37,8 @@ def column_labels(layout: TableLayout, protocol: Protocol, columns: list[str]) -
     n_grouped = len(protocol.grouped_tasks)
     average = (f"Average ({n_grouped} tasks)" if protocol.average == "tasks"
                else f"Average ({len(protocol.groups)} groups)")
-    fixed = {"val_ppl": "Val Perplexity", "test_ppl": "Test Perplexity", "average": average}
+    fixed = {"val_ppl": "Val Perplexity", "test_ppl": "Test Perplexity", "average": average,
+             "tokens": "Tokens"}
     if layout.kind == "domain":
         fixed["average"] = "Mean of the domain's subtasks"
     labels = fixed | groups | tasks | SOURCE_LABELS
@@ -45,6 +46,8 @@ def column_labels(layout: TableLayout, protocol: Protocol, columns: list[str]) -
 
 
 def decimals_of(layout: TableLayout, column: str) -> int:
+    if column == "tokens":
+        return 0
     if layout.kind == "ppl_source" or column in ("val_ppl", "test_ppl"):
         return PPL_DECIMALS
     return SCORE_DECIMALS[layout.paper]
@@ -59,14 +62,20 @@ def paper_table(table_plan: dict, plan: dict, cells: pd.DataFrame) -> pd.DataFra
     if "average" in columns:  # last, after every block's subtasks in the domain table
         columns = [c for c in columns if c != "average"] + ["average"]
     labels = column_labels(layout, protocol, columns)
-    keys = ([(b["domain"], v) for b in table_plan["blocks"] for v in b["rows"]]
-            if layout.kind == "domain" else [("", v) for v in table_plan["rows"]])
+    if layout.kind == "domain":
+        keys = [(b["domain"], v) for b in table_plan["blocks"] for v in b["rows"]]
+    elif layout.kind == "curve":
+        keys = [(f, v) for f in table_plan["fractions"] for v in table_plan["rows"]]
+    else:
+        keys = [("", v) for v in table_plan["rows"]]
     records = []
     for block, variant in keys:
         row = mine[(mine["block"] == block) & (mine["variant"] == variant)]
         record: dict[str, str] = {}
         if layout.kind == "domain":
             record["Domain"] = protocol.domains[block].label
+        if layout.kind == "curve":
+            record["Fraction of training"] = block
         record[ROW_HEADER] = plan["labels"].get(variant, variant)
         by_column = {r["column"]: r for r in row.to_dict("records")}
         for column in columns:
@@ -106,6 +115,10 @@ def table_notes(layout: TableLayout, protocol: Protocol, plan: dict,
                       cells.loc[cells["mean"].isna(), "variant"]})
     if missing:
         notes.append(f"Empty cells: no result for {', '.join(missing)}.")
+    if layout.kind == "curve":
+        notes.append("Rows below 1.0 are the model's weights at that point of its training "
+                     "(not averaged); 1.0 is the final model, the average of its last "
+                     "checkpoints.")
     if layout.kind == "domain":
         notes.append("Perplexity is over every held-out source; the paper's Table 2 measures "
                      "it on each domain's documents. The last column, the mean of a block's "

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from selectlab.shards import write_json
-from selectlab.train import checkpoints
+from selectlab.train import checkpoints, snapshots
 from selectlab.train.distributed import Distributed, all_reduce_mean, setup_distributed, wrap_model
 from selectlab.train.model import ModelPreset, count_parameters, llama_config
 
@@ -41,6 +41,7 @@ class TrainSettings:
     checkpoint_every: int = 1000
     average_last: int = 3
     seed: int = 0
+    snapshot_fractions: tuple[float, ...] = ()  # see selectlab.train.snapshots
 
     @classmethod
     def from_dict(cls, params: dict) -> TrainSettings:
@@ -142,6 +143,8 @@ def pretrain(data_path: str | Path, tokenizer_dir: str | Path, preset: ModelPres
         torch.set_rng_state(resume["rng"])
         print(f"resumed from step {start_step} of {total_steps}", flush=True)
 
+    snapshot_at = snapshots.snapshot_steps(s.snapshot_fractions, total_steps)
+    staging = Path(checkpoint_dir) / snapshots.SNAPSHOTS
     model.train()
     started = time.time() - (log_rows[-1]["seconds"] if log_rows else 0.0)
     tokens_per_step = s.global_batch_sequences * s.seq_len
@@ -169,6 +172,13 @@ def pretrain(data_path: str | Path, tokenizer_dir: str | Path, preset: ModelPres
             rate = row["tokens"] / max(row["seconds"], 1e-9)
             print(f"step {row['step']}/{total_steps} loss {row['loss']:.4f} lr {lr:.2e} "
                   f"{rate:,.0f} tokens/s", flush=True)
+        if step + 1 in snapshot_at:
+            model_state, _ = dist.full_state(model, optimizer)
+            if dist.is_main:
+                snapshots.save_snapshot(staging, snapshot_at[step + 1], model_state,
+                                        unwrap(model).config, tokenizer, run_hash, step + 1,
+                                        row["tokens"])
+            dist.barrier()
         if (step + 1) % s.checkpoint_every == 0 or step + 1 == total_steps:
             model_state, optim_state = dist.full_state(model, optimizer)
             if dist.is_main:
@@ -181,7 +191,7 @@ def pretrain(data_path: str | Path, tokenizer_dir: str | Path, preset: ModelPres
     card = {}
     if dist.is_main:
         card = write_final_model(checkpoint_dir, out_dir, tokenizer, unwrap(model).config, s,
-                                 log_rows, total_steps)
+                                 log_rows, total_steps, run_hash)
         write_log(log_path, log_rows)
     dist.shutdown()
     return card
@@ -192,8 +202,9 @@ def unwrap(model: torch.nn.Module) -> torch.nn.Module:
 
 
 def write_final_model(checkpoint_dir, out_dir, tokenizer, config, s: TrainSettings,
-                      log_rows: list[dict], total_steps: int) -> dict:
-    """Average the last checkpoints (DataMan's recipe) and save the result with the tokenizer.
+                      log_rows: list[dict], total_steps: int, run_hash: str = "") -> dict:
+    """Average the last checkpoints (DataMan's recipe) and save the result with the tokenizer,
+    and the run's snapshots beside it.
 
     The average is loaded into a fresh single-device model, so this works the same after DDP,
     FSDP or single-process training.
@@ -216,6 +227,8 @@ def write_final_model(checkpoint_dir, out_dir, tokenizer, config, s: TrainSettin
         "averaged_checkpoint_steps": steps,
         "settings": asdict(s),
     }
+    card["snapshots"] = snapshots.move_snapshots(
+        Path(checkpoint_dir) / snapshots.SNAPSHOTS, tmp, s.snapshot_fractions, run_hash)
     write_json(tmp / "training_card.json", card)
     shutil.rmtree(out_dir, ignore_errors=True)
     os.replace(tmp, out_dir)
