@@ -48,6 +48,11 @@ def icl(args) -> dict:
         if not args.tasks_dir:
             raise ValueError("local ICL tasks need --tasks-dir")
         task_list, include = load_task_list(Path(args.tasks_dir)), Path(args.tasks_dir)
+        built = {task["name"] for task in task_list}
+        missing = sorted({task for task, _ in p.get("settings", [])} - built)
+        if missing:
+            raise ValueError(f"stand-in tasks {missing} were not built from the held-out text "
+                             f"(too few usable documents: see {args.tasks_dir}/tasks.json)")
     else:
         task_list, include = p["tasks"], None
     if p.get("settings_only"):
