@@ -107,3 +107,44 @@ if ANALYSIS.dataman:
             " --notes {params.notes:q} --out-corpus-csv {output.corpus_csv}"
             " --out-corpus-md {output.corpus_md} --out-means-csv {output.means_csv}"
             " --out-means-md {output.means_md} > {log} 2>&1"
+
+
+# Analyses of the judge's labels themselves (the raters' training sets): QuRating Figure 5,
+# DataMan Table 6 and Figure 5 on its fine-tuning set.
+LABEL_FIGURES = analysis_cfg.label_figures(config)
+LABEL_TABLES = analysis_cfg.label_tables(config)
+LABEL_PROTOCOLS = [
+    p for p in ("qurating", "dataman") if p in config["judge"]["protocols"]
+]
+
+
+if LABEL_FIGURES:
+
+    rule analysis_judge_labels:
+        input:
+            **{
+                protocol: f"{RUN}/judgments/{protocol}/labels.parquet"
+                for protocol in LABEL_PROTOCOLS
+            },
+        output:
+            figures=expand(f"{RUN}/figures/{{name}}.png", name=LABEL_FIGURES),
+            tables=expand(
+                f"{RUN}/tables/{{name}}.{{ext}}", name=LABEL_TABLES, ext=["csv", "md"]
+            ),
+            matrices=expand(f"{RUN}/analysis/{{name}}.csv", name=LABEL_FIGURES),
+        log:
+            f"{LOGS}/analysis/judge_labels.log",
+        container:
+            CONTAINERS["cpu"]
+        params:
+            labels=lambda w, input: " ".join(
+                f"--{protocol} {input[protocol]}" for protocol in LABEL_PROTOCOLS
+            ),
+            notes=json_param(judge_notes()),
+            figures_dir=lambda w, output: os.path.dirname(output.figures[0]),
+            tables_dir=f"{RUN}/tables",
+            matrices_dir=lambda w, output: os.path.dirname(output.matrices[0]),
+        shell:
+            "selectlab analysis judge-labels {params.labels} --notes {params.notes:q}"
+            " --figures-dir {params.figures_dir} --tables-dir {params.tables_dir}"
+            " --matrices-dir {params.matrices_dir} > {log} 2>&1"

@@ -325,6 +325,8 @@ ANALYSIS_FIGURE_TABLES = ANALYSIS.figure_tables()
 
 def analysis_targets():
     """The analysis figures and tables (the report shows them too)."""
-    return expand(f"{RUN}/figures/{{name}}.png", name=ANALYSIS.figures()) + expand(
-        f"{RUN}/tables/{{name}}.{{ext}}", name=ANALYSIS.tables(), ext=["csv", "md"]
+    figures = ANALYSIS.figures() + analysis_cfg.label_figures(config)
+    tables = ANALYSIS.tables() + analysis_cfg.label_tables(config)
+    return expand(f"{RUN}/figures/{{name}}.png", name=figures) + expand(
+        f"{RUN}/tables/{{name}}.{{ext}}", name=tables, ext=["csv", "md"]
     )

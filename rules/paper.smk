@@ -7,8 +7,9 @@ PAPER_TABLES = (
     + RATER_TABLES
     + ["annotation_throughput"]
     + ANALYSIS.tables()
+    + LABEL_TABLES
 )
-PAPER_FIGURES = PAPER_FIGURE_NAMES + FIGURE_NAMES + ANALYSIS.figures()
+PAPER_FIGURES = PAPER_FIGURE_NAMES + FIGURE_NAMES + ANALYSIS.figures() + LABEL_FIGURES
 
 
 rule paper_figures:

@@ -80,8 +80,8 @@ rule figures:
 
 # The report leads with the papers' own tables, the comparison with their numbers and the
 # claims (rules/papers.smk); the analysis outputs (rules/analysis.smk) follow the results.
-REPORT_TABLES = PAPER_REPORT_TABLES + TABLE_NAMES + ANALYSIS.tables()
-REPORT_FIGURES = PAPER_FIGURE_NAMES + FIGURE_NAMES + ANALYSIS.figures()
+REPORT_TABLES = PAPER_REPORT_TABLES + TABLE_NAMES + ANALYSIS.tables() + LABEL_TABLES
+REPORT_FIGURES = PAPER_FIGURE_NAMES + FIGURE_NAMES + ANALYSIS.figures() + LABEL_FIGURES
 
 
 def caption_stem(name):

@@ -196,7 +196,11 @@ def test_paper_figures_names_every_paper_table_and_figure(plan):
             "metarater_figure1.md", "metarater_figure2.md", "metarater_figure3.md",
             "vs_published.md", "claims.md"} <= names
     assert {"metarater_figure1.png", "metarater_figure2.png", "metarater_figure3.png",
-            "paper_spread.png"} <= names
+            "dataman_figure6.png", "paper_spread.png"} <= names
+    # From the judge's labels (QuRating Fig. 5, DataMan Table 6 and Fig. 5) and QuRating
+    # Fig. 7 as scatter plots.
+    assert {"analysis_qurating_label_pearson.png", "analysis_dataman_label_pearson.png",
+            "analysis_dataman_finetune.md", "analysis_qurater_vs_nll.png"} <= names
     distributions = {n for n in names if n.startswith("analysis_distribution_")}
     assert len(distributions) == 8  # every annotation family but the embedding
     weights = [path for path in job.inputs if path.endswith("weights.json")]

@@ -205,6 +205,7 @@ def test_curve_cells_tables_and_charts(tmp_path):
     assert table["Fraction of training"].tolist()[:3] == ["0.25"] * 3
     written = draw_charts(cells, plan, tmp_path)
     assert written == chart_names(plan) == [
-        "metarater_figure1", "metarater_figure2", "metarater_figure3", "paper_spread"]
+        "metarater_figure1", "metarater_figure2", "metarater_figure3", "dataman_figure6",
+        "paper_spread"]
     for name in written:
         assert (tmp_path / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

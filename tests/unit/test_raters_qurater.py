@@ -94,3 +94,8 @@ def test_heads_learn_a_ranking_that_generalises_to_held_out_pairs():
     assert result["pairs"] > 20
     assert result["pairwise_accuracy"] >= 0.9
     assert result["pairwise_accuracy_all"] >= result["pairwise_accuracy"] - 0.2
+    # QuRating Table 5's two confidence levels: 50% is the training margin, 80% a subset.
+    assert result["pairs_confidence50"] == result["pairs"]
+    assert result["accuracy_confidence50"] == result["pairwise_accuracy"]
+    assert 0 < result["pairs_confidence80"] < result["pairs_confidence50"]
+    assert result["accuracy_confidence80"] >= result["accuracy_confidence50"] - 0.05

@@ -202,3 +202,24 @@ def plot_ratings_vs_nll(frame: pd.DataFrame, ratings: Sequence[str], nll: str,
         for ax in axes[len(ratings):]:
             ax.set_visible(False)
         return finish(figure, notes, out_path)
+
+
+def plot_scores_vs_nll(frame: pd.DataFrame, scores: Sequence[str], nll: str, rho: pd.DataFrame,
+                       out_path: Path, *, title: str, notes: Sequence[str] = ()) -> Path:
+    """QuRating Figure 7: per score, every sampled document as a point (score against the
+    reference NLL), titled with Spearman's rho (`rho` from `spearman_against`)."""
+    by_score = rho.set_index("rating")
+    with matplotlib.rc_context(RC):
+        figure, axes = panel_figure(len(scores), title)
+        for ax, column in zip(axes, scores, strict=False):
+            name = split_name(column)[1]
+            both = frame[[column, nll]].dropna().astype(float)
+            ax.scatter(both[nll], both[column], s=2, alpha=0.3, linewidths=0, rasterized=True)
+            value = by_score.at[name, "spearman"] if name in by_score.index else float("nan")
+            shown = "n/a" if pd.isna(value) else f"{value:+.2f}"
+            ax.set_title(f"{name}: ρ = {shown}", fontsize=8)
+            ax.set_xlabel("NLL (nats/token)")
+            ax.set_ylabel("rating")
+        for ax in axes[len(scores):]:
+            ax.set_visible(False)
+        return finish(figure, notes, out_path)

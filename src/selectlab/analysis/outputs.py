@@ -37,6 +37,7 @@ class FigureJob:
     figures_dir: Path
     matrices_dir: Path
     tables_dir: Path | None  # the DataMan-vs-NLL table's
+    qurater: str | None = None  # the QuRater's family (QuRating Figure 7 with a reference LM)
 
     def notes_for(self, families: list[str]) -> list[str]:
         return self.notes if set(families) & set(self.rater_families) else []
@@ -62,6 +63,14 @@ def write_figures(frame: pd.DataFrame, job: FigureJob) -> list[Path]:
                                      job.notes, job))
         if job.refppl:
             written.append(write_ratings_vs_nll(frame, ratings, job))
+    if job.qurater and job.refppl:
+        ratings = score_names(frame, [job.qurater])
+        nll = qualified(job.refppl, REF_NLL)
+        written.append(fig.plot_scores_vs_nll(
+            frame, ratings, nll, corr.spearman_against(frame, ratings, nll),
+            job.figures_dir / f"{plan.QURATER_VS_NLL}.png",
+            title=f"QuRater ratings vs reference-LM NLL ({size})",
+            notes=[*job.notes, job.nll_note]))
     return written
 
 

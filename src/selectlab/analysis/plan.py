@@ -21,7 +21,16 @@ DATAMAN_VS_NLL = "analysis_dataman_vs_nll"
 DATAMAN_VS_NLL_TABLE = "analysis_dataman_vs_nll_spearman"
 DATAMAN_CORPUS = "analysis_dataman_corpus"
 DATAMAN_DOMAIN_MEANS = "analysis_dataman_domain_means"
+QURATER_VS_NLL = "analysis_qurater_vs_nll"
+# From the judge's labels (the raters' training sets), not from the annotated corpus.
+QURATING_LABEL_PEARSON = "analysis_qurating_label_pearson"
+DATAMAN_LABEL_PEARSON = "analysis_dataman_label_pearson"
+DATAMAN_FINETUNE = "analysis_dataman_finetune"
 HEADINGS = {
+    QURATING_LABEL_PEARSON: "QuRating: Pearson correlation of the judge's four criteria",
+    DATAMAN_LABEL_PEARSON: "DataMan: Pearson correlation of the 14 ratings (fine-tuning set)",
+    DATAMAN_FINETUNE: "DataMan: the fine-tuning set by domain, overall score and source",
+    QURATER_VS_NLL: "QuRater ratings vs reference-LM negative log-likelihood (scatter)",
     SPEARMAN: "Spearman correlation of all scores",
     DATAMAN_PEARSON: "DataMan: Pearson correlation of the 14 ratings",
     DATAMAN_VS_NLL: "DataMan: ratings vs reference-LM negative log-likelihood",
@@ -38,12 +47,14 @@ class AnalysisPlan:
     refppl: str | None  # the reference-LM family
     sample_rows: int
     seed: int
+    qurater: str | None = None  # the family that annotates with the QuRater
 
     def figures(self) -> list[str]:
         names = [DISTRIBUTION_PREFIX + family for family in self.families]
         names += [SPEARMAN] if self.families else []
         names += [DATAMAN_PEARSON] if self.dataman else []
         names += [DATAMAN_VS_NLL] if self.dataman and self.refppl else []
+        names += [QURATER_VS_NLL] if self.qurater and self.refppl else []
         return names
 
     def figure_tables(self) -> list[str]:
@@ -63,15 +74,21 @@ def is_dataman(family: dict) -> bool:
     return family["kind"] in RATER_KINDS and family.get("rater") == "dataman"
 
 
+def is_qurater(family: dict) -> bool:
+    return family["kind"] in RATER_KINDS and family.get("rater") == "qurater"
+
+
 def analysis_plan(config: dict) -> AnalysisPlan:
     families = config["annotate"]["families"]
     scored = {name: f["kind"] for name, f in families.items()
               if f["kind"] not in SCORELESS_KINDS}
     dataman = next((name for name, f in families.items() if is_dataman(f)), None)
     refppl = next((name for name, f in families.items() if f["kind"] == "refppl"), None)
+    qurater = next((name for name, f in families.items() if is_qurater(f)), None)
     section = config.get("analysis") or {}
     return AnalysisPlan(scored, dataman, refppl,
-                        int(section.get("sample_rows", DEFAULT_SAMPLE_ROWS)), int(config["seed"]))
+                        int(section.get("sample_rows", DEFAULT_SAMPLE_ROWS)), int(config["seed"]),
+                        qurater)
 
 
 def heading(name: str) -> str:
@@ -90,12 +107,24 @@ def matrices(plan: AnalysisPlan) -> list[str]:
     return [n for n in plan.figures() if n in (SPEARMAN, DATAMAN_PEARSON)]
 
 
+def label_figures(config: dict) -> list[str]:
+    """Figures drawn from the judge's labels of the configured protocols."""
+    protocols = config["judge"]["protocols"]
+    return ([QURATING_LABEL_PEARSON] if "qurating" in protocols else []) + (
+        [DATAMAN_LABEL_PEARSON] if "dataman" in protocols else [])
+
+
+def label_tables(config: dict) -> list[str]:
+    return [DATAMAN_FINETUNE] if "dataman" in config["judge"]["protocols"] else []
+
+
 def figure_params(config: dict, notes: list[str]) -> dict:
     """What `selectlab analysis figures` needs: the plan, the judge's notes, and what the
     reference NLL is."""
     plan = analysis_plan(config)
     refppl = config["annotate"]["families"][plan.refppl] if plan.refppl else None
     return {"families": plan.families, "rater_families": plan.rater_families(),
-            "dataman": plan.dataman, "refppl": plan.refppl, "notes": list(notes),
+            "dataman": plan.dataman, "refppl": plan.refppl, "qurater": plan.qurater,
+            "notes": list(notes),
             "refppl_settings": ({"model": refppl["model"], "max_tokens": refppl["max_tokens"]}
                                 if refppl else None)}

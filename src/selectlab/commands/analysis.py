@@ -41,7 +41,8 @@ def figures(args) -> dict:
                     dataman=p["dataman"], refppl=p["refppl"], notes=p["notes"],
                     nll_note=nll_note(p["refppl_settings"]) if p["refppl"] else "",
                     figures_dir=Path(args.figures_dir), matrices_dir=Path(args.matrices_dir),
-                    tables_dir=Path(args.tables_dir) if args.tables_dir else None)
+                    tables_dir=Path(args.tables_dir) if args.tables_dir else None,
+                    qurater=p.get("qurater"))
     if job.dataman and job.refppl and job.tables_dir is None:
         raise ValueError("the DataMan-vs-NLL table needs --tables-dir")
     written = write_figures(to_frame(pq.read_table(args.sample)), job)
@@ -71,6 +72,44 @@ def dataman_tables(args) -> dict:
     write_table(means, Path(args.out_means_csv), Path(args.out_means_md),
                 [*args.notes, *dt.reasons_note(dt.add_indexed(reasons), total)])
     return {"documents": total, "domains": len(means)}
+
+
+def judge_labels(args) -> dict:
+    import pandas as pd
+
+    from selectlab.analysis import judge_labels as jl
+    from selectlab.analysis import plan
+    from selectlab.analysis.figures import plot_heatmap
+    from selectlab.report.table_files import write_table
+    from selectlab.shards import atomic_path
+
+    figures, matrices = Path(args.figures_dir), Path(args.matrices_dir)
+    matrices.mkdir(parents=True, exist_ok=True)
+    written = []
+
+    def heatmap(matrix, name: str, title: str) -> None:
+        with atomic_path(matrices / f"{name}.csv") as tmp:
+            matrix.to_csv(tmp)
+        plot_heatmap(matrix, figures / f"{name}.png", title=title,
+                     colorbar_label="Pearson correlation", notes=args.notes)
+        written.append(name)
+
+    if args.qurating:
+        labels = pd.read_parquet(args.qurating)
+        pairs = len(labels[["doc_a", "doc_b"]].drop_duplicates())
+        heatmap(jl.qurating_label_pearson(labels), plan.QURATING_LABEL_PEARSON,
+                f"The judge's four criteria, Pearson over {pairs:,} pairs")
+    if args.dataman:
+        labels = pd.read_parquet(args.dataman)
+        heatmap(jl.dataman_label_pearson(labels), plan.DATAMAN_LABEL_PEARSON,
+                f"DataMan's 14 ratings, Pearson over {len(labels):,} fine-tuning documents")
+        write_table(jl.dataman_finetune_table(labels),
+                    Path(args.tables_dir) / f"{plan.DATAMAN_FINETUNE}.csv",
+                    Path(args.tables_dir) / f"{plan.DATAMAN_FINETUNE}.md",
+                    [*args.notes, "Documents the judge rated in full (the raters' training "
+                     "and held-out set), as DataMan Table 6."])
+        written.append(plan.DATAMAN_FINETUNE)
+    return {"written": written}
 
 
 def _notes(text: str) -> list[str]:
@@ -106,3 +145,11 @@ def register(stages) -> None:
     p.add_argument("--out-corpus-md", required=True)
     p.add_argument("--out-means-csv", required=True)
     p.add_argument("--out-means-md", required=True)
+    p = add_action(actions, "judge-labels", judge_labels,
+                   "QuRating Fig. 5, DataMan Table 6 and Fig. 5 from the judge's labels")
+    p.add_argument("--qurating", help="judgments/qurating/labels.parquet")
+    p.add_argument("--dataman", help="judgments/dataman/labels.parquet")
+    p.add_argument("--notes", type=_notes, default=[], help="JSON list of caveats")
+    p.add_argument("--figures-dir", required=True)
+    p.add_argument("--tables-dir", required=True)
+    p.add_argument("--matrices-dir", required=True)

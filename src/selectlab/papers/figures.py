@@ -4,6 +4,8 @@
   (Meta-rater Figure 1: random, the best QuRating selection and Meta-rater);
 * `metarater_figure2`: average score per number of proxy models (its Figure 2);
 * `metarater_figure3`: task categories, all domains vs CommonCrawl only (its Figure 3);
+* `dataman_figure6`: validation perplexity against each task's score over DataMan Table 1's
+  rows, one panel per task, with Pearson's and Spearman's coefficients (its Figure 6);
 * `paper_spread`: every paper's Table 1 average, each replicate a dot, the mean with its 95%
   interval as a bar, so the spread behind every verdict is visible.
 
@@ -90,6 +92,31 @@ def plot_bars(cells: pd.DataFrame, table_plan: dict, labels: dict, columns: dict
     return save(fig, path)
 
 
+def plot_ppl_vs_tasks(cells: pd.DataFrame, plan: dict, path: Path) -> Path:
+    """DataMan Figure 6: per task, each row's validation perplexity against its score."""
+    protocol = parse_protocol("dataman", plan["protocols"]["dataman"])
+    ppl = cell_rows(cells, "dataman_table1", "val_ppl").set_index("variant")["mean"]
+    tasks = protocol.grouped_tasks
+    columns = 5
+    fig, axes = plt.subplots((len(tasks) + columns - 1) // columns, columns, squeeze=False,
+                             figsize=(3.0 * columns, 2.6 * ((len(tasks) + columns - 1) // columns)))
+    for ax, task in zip(axes.flat, tasks, strict=False):
+        scores = cell_rows(cells, "dataman_table14", task).set_index("variant")["mean"]
+        both = pd.DataFrame({"ppl": ppl, "score": scores}).dropna()
+        ax.scatter(both["ppl"], both["score"], s=10)
+        title = protocol.tasks[task].label
+        if len(both) >= 3 and both["ppl"].nunique() > 1 and both["score"].nunique() > 1:
+            pearson = both["ppl"].corr(both["score"], method="pearson")
+            spearman = both["ppl"].corr(both["score"], method="spearman")
+            title += f"\nPearson {pearson:+.2f}, Spearman {spearman:+.2f}"
+        ax.set_title(title, fontsize=8)
+        ax.set_xlabel("val perplexity", fontsize=7)
+        ax.set_ylabel("score (%)", fontsize=7)
+    for ax in list(axes.flat)[len(tasks):]:
+        ax.set_visible(False)
+    return save(fig, path)
+
+
 def plot_spread(cells: pd.DataFrame, plan: dict, path: Path) -> Path:
     """Each paper's Table 1 average: replicate dots and the mean with its interval."""
     tables = [t for t in plan["tables"] if t["name"].endswith("_table1")]
@@ -132,5 +159,8 @@ def draw_charts(cells: pd.DataFrame, plan: dict, out_dir: Path) -> list[str]:
         plot_bars(cells, by_name["metarater_figure3"], labels,
                   {g.id: g.label for g in protocol.groups}, out_dir / "metarater_figure3.png")
         written.append("metarater_figure3")
+    if {"dataman_table1", "dataman_table14"} <= set(by_name):
+        plot_ppl_vs_tasks(cells, plan, out_dir / "dataman_figure6.png")
+        written.append("dataman_figure6")
     plot_spread(cells, plan, out_dir / f"{SPREAD}.png")
     return [*written, SPREAD]

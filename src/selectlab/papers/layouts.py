@@ -98,10 +98,15 @@ CHARTS = ("metarater_figure1", "metarater_figure2", "metarater_figure3")
 SPREAD = "paper_spread"
 
 
+PPL_VS_TASKS = "dataman_figure6"
+
+
 def chart_names(plan: dict) -> list[str]:
     """The figures drawn for a paper plan, in the order they are drawn."""
-    names = [t["name"] for t in plan["tables"] if t["name"] in CHARTS]
-    return [*sorted(names), SPREAD] if plan["tables"] else []
+    tables = {t["name"] for t in plan["tables"]}
+    names = sorted(n for n in tables if n in CHARTS)
+    names += [PPL_VS_TASKS] if {"dataman_table1", "dataman_table14"} <= tables else []
+    return [*names, SPREAD] if plan["tables"] else []
 
 
 # Headings and caption files (report/<stem>.rst) of the papers' outputs in the HTML report.
@@ -109,6 +114,8 @@ REPORT_ITEMS = {
     "vs_published": ("The run beside the papers' published numbers", "vs_published"),
     "claims": ("The papers' claims, judged on this run", "claims"),
     "paper_spread": ("Each paper's Table 1 average: spread over replicates", "paper_spread"),
+    "dataman_figure6": ("DataMan Figure 6: perplexity against ICL, per task",
+                        "dataman_figure6"),
 }
 
 

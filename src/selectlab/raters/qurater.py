@@ -100,9 +100,15 @@ def split_pairs(data: PairData, heldout_fraction: float,
     return rows[~is_held], rows[is_held]
 
 
+# QuRating Table 5 reports held-out accuracy on pairs whose judge confidence |2p - 1| is at
+# least 50% and at least 80%; as margins on |p - 0.5|: 0.25 and 0.4.
+TABLE5_CONFIDENCE = {50: 0.25, 80: 0.4}
+
+
 def evaluate(text_scores: dict[str, np.ndarray], data: PairData, rows: np.ndarray,
              margin: float) -> dict[str, dict]:
-    """Per criterion: pairwise accuracy on confident and on all held-out pairs, with counts."""
+    """Per criterion: pairwise accuracy on confident pairs (the training margin), on all
+    held-out pairs and at both of QuRating Table 5's confidence levels, with counts."""
     result = {}
     for h, criterion in enumerate(data.criteria):
         mine = rows[data.head[rows] == h]
@@ -115,4 +121,8 @@ def evaluate(text_scores: dict[str, np.ndarray], data: PairData, rows: np.ndarra
 
         result[criterion] = {"pairwise_accuracy": acc(sure), "pairs": int(len(sure)),
                              "pairwise_accuracy_all": acc(mine), "pairs_all": int(len(mine))}
+        for level, level_margin in TABLE5_CONFIDENCE.items():
+            subset = mine[confident(data.p_b_better[mine], level_margin)]
+            result[criterion] |= {f"accuracy_confidence{level}": acc(subset),
+                                  f"pairs_confidence{level}": int(len(subset))}
     return result

@@ -46,9 +46,18 @@ def notes_of(records: list[dict]) -> list[str]:
 
 
 def qurater_table(record: dict) -> pd.DataFrame:
-    rows = [{"criterion": criterion, "pairwise_accuracy": _pct(m["pairwise_accuracy"]),
-             "confident_pairs": m["pairs"], "accuracy_all_pairs": _pct(m["pairwise_accuracy_all"]),
-             "all_pairs": m["pairs_all"]} for criterion, m in record["metrics"].items()]
+    """Section 3.4 and Table 5: accuracy at the training margin, on all pairs, and at the
+    paper's two confidence levels (absent from metrics of raters trained before they were)."""
+    rows = []
+    for criterion, m in record["metrics"].items():
+        row = {"criterion": criterion, "pairwise_accuracy": _pct(m["pairwise_accuracy"]),
+               "confident_pairs": m["pairs"],
+               "accuracy_all_pairs": _pct(m["pairwise_accuracy_all"]),
+               "all_pairs": m["pairs_all"]}
+        for level in (50, 80):
+            row[f"accuracy_confidence_{level}"] = _pct(m.get(f"accuracy_confidence{level}"))
+            row[f"pairs_confidence_{level}"] = m.get(f"pairs_confidence{level}")
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -133,7 +142,8 @@ def rater_tables(records: dict[str, dict]) -> dict[str, tuple[pd.DataFrame, list
         r = records["qurater"]
         tables["rater_qurater"] = (qurater_table(r), notes_of([r]) + [
             "Accuracy (%) on held-out pairs whose judgment is confident (|p - 0.5| >= the "
-            "training margin), and on all held-out pairs."])
+            "training margin), on all held-out pairs, and, as QuRating Table 5, on pairs "
+            "whose judge confidence |2p - 1| is at least 50% and at least 80%."])
     if "dataman" in records:
         r = records["dataman"]
         tables["rater_dataman"] = (dataman_table(r), notes_of([r]) + [
