@@ -81,10 +81,14 @@ def init_model(wildcards):
     return [f"{RUN}/models/{parent}/final"] if parent else []
 
 
+# Points of training at which curve-figure rows are snapshotted (Meta-rater Figure 1).
+CURVE_FRACTIONS = {v: papers_protocols.curve_fractions(config, v) for v in VARIANTS}
+
+
 def pretrain_params(variant):
     """A variant's training settings; on a curve figure, with the points to snapshot."""
     resolved = cfg.resolve_pretrain(config, variant)
-    fractions = papers_protocols.curve_fractions(config, base_variant(variant))
+    fractions = CURVE_FRACTIONS.get(base_variant(variant))
     if fractions:
         resolved["settings"]["snapshot_fractions"] = fractions
     return resolved

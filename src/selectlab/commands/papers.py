@@ -42,7 +42,8 @@ def tables(args) -> dict:
 
 def vs_published(args) -> dict:
     from selectlab.papers.cells import read_cells
-    from selectlab.papers.published import DIFFERENT_SCALE, read_published
+    from selectlab.papers.plan import DIFFERENT_SCALE
+    from selectlab.papers.published import read_published
     from selectlab.papers.published import vs_published as compare
     from selectlab.report.table_files import write_table
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from selectlab import config as cfg
 from selectlab.papers import protocols as P
-from selectlab.papers.published import DIFFERENT_SCALE, SAME_SCALE
 from selectlab.replicates import replicate_names
+
+SAME_SCALE = "same scale"
+DIFFERENT_SCALE = "different scale"
 
 
 def run_scale(config: dict) -> str:

@@ -16,8 +16,6 @@ import pandas as pd
 
 KEYS = ("paper", "table", "block", "variant", "row", "source")
 LONG_COLUMNS = ["table", "block", "variant", "row", "column", "published", "source"]
-SAME_SCALE = "same scale"
-DIFFERENT_SCALE = "different scale"
 
 
 def read_published_table(path: Path) -> pd.DataFrame:
