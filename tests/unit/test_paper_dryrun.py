@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from selectlab import config as cfg
+from selectlab.selection import resolve as cfg
 
 REPO = Path(__file__).resolve().parents[2]
 TRAIN_FILES, GROUP_SIZE = 6, 2  # three shards
@@ -166,7 +166,7 @@ def test_no_job_uses_the_simulated_judge(plan):
                                                                    "qurating"]
     for job in judges:
         assert '"kind":"vllm"' in job.shell and "--ground-truth" not in job.shell
-        assert job.resources["gpu"] == plan.config["judge"]["resources"]["gpus"]
+        assert job.resources["gpu"] == plan.config["judge"]["resources"]["gpu"]
     assert not any("simulated" in job.shell for job in plan.jobs)
     assert not any(job.rule == "build_corpus" for job in plan.jobs)
 

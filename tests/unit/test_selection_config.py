@@ -11,7 +11,8 @@ import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from selectlab import config as cfg
+from selectlab.selection import resolve as cfg
+from selectlab.train import resolve as train
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = str(REPO / "config" / "schema" / "config.schema.yaml")
@@ -34,9 +35,9 @@ def test_shipped_configs_validate_and_every_variant_resolves(name):
     for variant in names:
         selection = cfg.resolve_selection(config, variant)
         assert selection["budget_tokens"] > 0
-        cfg.resolve_pretrain(config, variant)
+        train.resolve_pretrain(config, variant)
         cfg.selection_raters(config, variant)
-        for parent in [cfg.init_variant(config, variant)]:
+        for parent in [train.init_variant(config, variant)]:
             assert parent is None or parent in config["variants"]
     for search, proxies in cfg.metarater_fits(config):
         assert cfg.resolve_metarater_fit(config, search, proxies)["proxies_used"] == proxies
