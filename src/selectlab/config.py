@@ -18,8 +18,15 @@ import yaml
 
 
 def load_config(path: str | Path) -> dict:
+    """A configuration file as the workflow sees it: variant grids expanded into variants (the
+    Snakefile does the same after validating the file)."""
+    from selectlab.selection.grids import expand_variants
+
     with open(path) as handle:
-        return yaml.safe_load(handle)
+        config = yaml.safe_load(handle)
+    if isinstance(config, dict) and "variants" in config:
+        config["variants"] = expand_variants(config["variants"])
+    return config
 
 
 def as_json(value: object) -> str:

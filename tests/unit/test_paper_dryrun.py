@@ -19,6 +19,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
+from selectlab.config import load_config
 from selectlab.selection import resolve as cfg
 
 REPO = Path(__file__).resolve().parents[2]
@@ -94,7 +95,9 @@ def plan(tmp_path_factory) -> SimpleNamespace:
          "--profile", str(REPO / "profiles" / "slurm"), "--configfile", str(tmp / "config.yaml")],
         cwd=tmp, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
-    return SimpleNamespace(config=config, jobs=parse_jobs(result.stdout + result.stderr))
+    # The config as the workflow saw it: variant grids expanded.
+    return SimpleNamespace(config=load_config(tmp / "config.yaml"),
+                           jobs=parse_jobs(result.stdout + result.stderr))
 
 
 def per_variant(plan, rule: str) -> Counter:
