@@ -66,7 +66,8 @@ def test_paths_take_the_run_directory_and_keep_unnamed_wildcards():
     root = layout.run_dir("default")
     assert root == "results/default"
     assert layout.selection(root) == "results/default/selections/{variant}/selection.parquet"
-    assert layout.selection(root, "uniform") == "results/default/selections/uniform/selection.parquet"
+    assert layout.selection(root, "uniform") == (
+        "results/default/selections/uniform/selection.parquet")
     assert layout.sidecar(root, "dsir") == "results/default/attributes/dsir/{shard}.parquet"
     assert layout.metarater_weights(root, "all25", 32) == (
         "results/default/metarater/all25/n32/weights.json")
