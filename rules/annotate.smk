@@ -12,7 +12,7 @@ from selectlab.report.plan import ANNOTATION_THROUGHPUT
 
 ANNOTATE_FAMILIES = annotate_cfg.family_names(config)
 DSIR_FAMILIES = annotate_cfg.families_of_kind(config, "dsir")
-FAMILY_SHAPE = lambda wildcards: annotate_cfg.resources(config, wildcards["family"])
+FAMILY_SHAPE = per_job(lambda w: annotate_cfg.resources(config, w["family"]))
 # The raw files of the shards a DSIR family samples its raw distribution from.
 DSIR_SHARD_FILES = lambda w: annotate_cfg.dsir_shard_files(
     config, w.family, SHARD_FILES

@@ -57,7 +57,7 @@ def caption(stem):
 
 # Job sizes (selectlab.resources): threads are the shape's `cpus`, resources its Snakemake and
 # slurm-plugin form. A rule of fixed size reads resources.<rule> over the schema's default; a
-# rule whose jobs differ passes its stage resolver's shape function of the wildcards.
+# rule whose jobs differ passes per_job(its stage resolver's shape of the wildcards).
 def rule_threads(rule):
     return res.rule_shape(config, rule)["cpus"]
 
@@ -66,17 +66,21 @@ def rule_resources(rule):
     return res.present(res.as_snakemake(res.rule_shape(config, rule)))
 
 
+def per_job(shape_of):
+    """`shape_of(wildcards)`, resolved once per job however often a rule asks for it."""
+    cached = functools.cache(lambda key: shape_of(dict(key)))
+    return lambda wildcards: cached(tuple(wildcards.items()))
+
+
 def job_threads(shape_of):
     return lambda wildcards: shape_of(wildcards)["cpus"]
 
 
 def job_resources(shape_of):
-    """resources: of a rule whose jobs differ in size; each job's shape is resolved once."""
-    snakemake_form = functools.cache(lambda key: res.as_snakemake(shape_of(dict(key))))
+    """resources: of a rule whose jobs differ in size (`shape_of` from per_job)."""
+    snakemake_form = per_job(lambda wildcards: res.as_snakemake(shape_of(wildcards)))
     return {
-        name: lambda wildcards, name=name: snakemake_form(tuple(wildcards.items()))[
-            name
-        ]
+        name: lambda wildcards, name=name: snakemake_form(wildcards)[name]
         for name in res.SNAKEMAKE_KEYS
     }
 

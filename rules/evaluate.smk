@@ -2,10 +2,10 @@
 from selectlab.evaluate import resolve as evaluate_cfg
 
 LOCAL_ICL = evaluate_cfg.uses_local_tasks(config)
-PERPLEXITY_SHAPE = lambda w: evaluate_cfg.eval_shape(
-    config, "eval_perplexity", w["variant"]
+PERPLEXITY_SHAPE = per_job(
+    lambda w: evaluate_cfg.eval_shape(config, "eval_perplexity", w["variant"])
 )
-ICL_SHAPE = lambda w: evaluate_cfg.eval_shape(config, "eval_icl", w["variant"])
+ICL_SHAPE = per_job(lambda w: evaluate_cfg.eval_shape(config, "eval_icl", w["variant"]))
 # Both evaluation results of each variant (perplexity, then ICL): what the tables read.
 EVAL_RESULTS = [
     path(RUN, variant)

@@ -4,7 +4,7 @@
 # (selectlab.train.launch, docs/cluster.md).
 from selectlab.train import launch
 
-PRETRAIN_SHAPE = lambda w: train_cfg.pretrain_shape(config, w["variant"])
+PRETRAIN_SHAPE = per_job(lambda w: train_cfg.pretrain_shape(config, w["variant"]))
 # srun does not exist inside the container, so a multi-node command runs on the host...
 PRETRAIN_CONTAINER = lambda w: (
     None if PRETRAIN_SHAPE(w)["nodes"] > 1 else CONTAINERS["train"]

@@ -6,7 +6,7 @@ from selectlab.raters import resolve as raters_cfg
 
 RATERS = raters_cfg.configured_raters(config)
 RATER_TABLES = raters_cfg.table_names(config)
-RATER_SHAPE = lambda wildcards: raters_cfg.resources(config, wildcards["rater"])
+RATER_SHAPE = per_job(lambda w: raters_cfg.resources(config, w["rater"]))
 # Every configured rater's card and the rater tables.
 RATER_TARGETS = expand(layout.rater_card(RUN), rater=RATERS) + expand(
     layout.table(RUN, ext="md"), name=RATER_TABLES
