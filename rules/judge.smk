@@ -9,7 +9,11 @@ JUDGE_SHARDS = judge_cfg.candidate_shards(
     SHARDS, config["judge"].get("sample", {}).get("max_shards")
 )
 JUDGE_SHAPE = judge_cfg.job_shape_of_judge(config)
-JUDGE_CONTAINER = "vllm" if config["judge"]["backend"]["kind"] == "vllm" else "train"
+JUDGE_CONTAINER = (
+    CONTAINERS["vllm"]
+    if config["judge"]["backend"]["kind"] == "vllm"
+    else CONTAINERS["train"]
+)
 # Caveats every table carries (a simulated judge is not an LLM).
 JUDGE_NOTES = judge_cfg.notes(config)
 JUDGE_TARGETS = [
@@ -58,7 +62,7 @@ rule judge:
     benchmark:
         layout.benchmark(RUN, "judge", "{protocol}")
     container:
-        CONTAINERS[JUDGE_CONTAINER]
+        JUDGE_CONTAINER
     threads: JUDGE_SHAPE["cpus"]
     resources:
         **res.present(res.as_snakemake(JUDGE_SHAPE)),
