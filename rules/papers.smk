@@ -1,123 +1,98 @@
 # The papers' own tables (selectlab.papers): each paper's numbered tables in its shape, from
 # every run of their rows (replicates included); the run's numbers beside the published ones;
-# the claims ledger judged on them. config/published/ and config/claims.yaml are inputs, so
-# editing them reruns exactly these jobs.
-PAPER_TABLES_DIR = f"{RUN}/tables"
-PAPER_TABLE_NAMES = [table["name"] for table in PAPER_PLAN["tables"]]
+# the claims ledger judged on them; the training snapshots a curve figure shows. The table and
+# chart names come from selectlab.report.plan (REPORT, rules/report.smk), which the report and
+# `paper_figures` read too. config/published/ and config/claims.yaml are inputs, so editing
+# them reruns exactly these jobs.
+import glob
+
+from selectlab.papers import plan as papers_plan
+
+PAPER_PLAN = papers_plan.paper_plan(config)
+PAPER_PLAN_PARAM = json_param(PAPER_PLAN)
+# What the per-paper tables read: every run's results and every curve snapshot's ICL results.
+PAPER_RESULTS = papers_plan.result_inputs(PAPER_PLAN, RUN)
+# A training snapshot evaluates only its curve figure's settings.
+CURVE_ICL_PARAMS = evaluate_cfg.curve_icl_params(config)
 # Shipped with the workflow, so found beside the Snakefile whatever the working directory.
 PUBLISHED = sorted(glob.glob(os.path.join(workflow.basedir, "config/published/*.csv")))
 CLAIMS = os.path.join(workflow.basedir, "config/claims.yaml")
 CLAIMS_SCHEMA = os.path.join(workflow.basedir, "config/schema/claims.schema.yaml")
 if not PUBLISHED:
     raise ValueError(f"no published tables in {workflow.basedir}/config/published/")
-# What the report and paper_figures show first: the papers' tables, then how they compare.
-PAPER_REPORT_TABLES = (
-    PAPER_TABLE_NAMES + ["vs_published", "claims"] if PAPER_TABLE_NAMES else []
-)
-PAPER_FIGURE_NAMES = papers_layouts.chart_names(PAPER_PLAN)
 
 
-# Training curves (Meta-rater Figure 1): the snapshots each curve row's training saved.
-CURVE_EVALS = [
-    f"{RUN}/eval/{run}/curve/{fraction}/icl.json"
-    for run, fraction in PAPER_PLAN["curve_runs"]
-]
-
-
-if CURVE_EVALS:
+if PAPER_PLAN["curve_runs"]:
 
     rule eval_curve:
         input:
-            model=f"{RUN}/models/{{variant}}/final",
-            tasks=[f"{RUN}/eval/tasks"] if LOCAL_ICL else [],
+            model=layout.final_model(RUN),
+            tasks=[layout.icl_tasks(RUN)] if LOCAL_ICL else [],
         output:
-            f"{RUN}/eval/{{variant}}/curve/{{fraction}}/icl.json",
+            layout.curve_icl(RUN),
         log:
-            f"{LOGS}/eval_curve/{{variant}}/{{fraction}}.log",
+            layout.job_log(RUN, "eval_curve", "{variant}/{fraction}"),
+        benchmark:
+            layout.benchmark(RUN, "eval_curve", "{variant}/{fraction}")
         wildcard_constraints:
             fraction="0\\.[0-9]+",
         container:
             CONTAINERS["train"]
-        threads: 2
+        threads: job_threads(ICL_SHAPE)
         resources:
-            mem_mb=lambda w: eval_mem_mb(w.variant),
-            runtime=240,
-            gpu=eval_gpu(),
-            gpu_model=lambda w: eval_gpu_resource(w.variant, "gpu_model"),
-            cpus_per_gpu=lambda w: eval_gpu_resource(w.variant, "cpus_per_gpu"),
+            **job_resources(ICL_SHAPE),
         params:
-            snapshot=lambda w, input: os.path.join(
-                input.model, "snapshots", f"f{float(w.fraction):g}"
-            ),
-            cfg=lambda w: json_param(
-                {
-                    k: ICL[k]
-                    for k in ("tasks", "batch_size", "dtype", "limit")
-                    if k in ICL
-                }
-                | {"seed": config["seed"], "settings_only": True}
-                | {
-                    "settings": [
-                        [s.task, s.shots]
-                        for s in papers_protocols.curve_settings(
-                            config, base_variant(w.variant)
-                        )
-                    ]
-                }
-            ),
-            tasks=lambda w, input: f"--tasks-dir {input.tasks}" if input.tasks else "",
-            cache=lambda w, output: os.path.join(
-                os.path.dirname(output[0]), "icl_cache"
-            ),
+            snapshot=lambda w: layout.snapshot(RUN, w.variant, w.fraction),
+            cfg=lambda w: json_param(CURVE_ICL_PARAMS[w.variant]),
+            tasks=optional_flag("--tasks-dir", "tasks"),
+            cache=lambda w: layout.curve_icl_cache(RUN, w.variant, w.fraction),
         shell:
             "selectlab evaluate icl --model {params.snapshot} {params.tasks}"
             " --params {params.cfg:q} --cache-dir {params.cache} --out {output} > {log} 2>&1"
 
 
-if PAPER_TABLE_NAMES:
+if REPORT.numbered_tables:
 
     rule paper_tables:
         input:
-            expand(
-                f"{RUN}/eval/{{variant}}/{{kind}}.json",
-                variant=PAPER_RUNS,
-                kind=["perplexity", "icl"],
-            ),
-            CURVE_EVALS,
+            PAPER_RESULTS,
         output:
-            cells=f"{PAPER_TABLES_DIR}/paper_cells.csv",
+            cells=layout.paper_cells(RUN),
             tables=expand(
-                f"{PAPER_TABLES_DIR}/{{name}}.{{ext}}",
-                name=PAPER_TABLE_NAMES,
-                ext=["csv", "md"],
+                layout.table(RUN), name=REPORT.numbered_tables, ext=["csv", "md"]
             ),
         log:
-            f"{LOGS}/paper_tables.log",
+            layout.log(RUN, "paper_tables"),
         container:
             CONTAINERS["cpu"]
+        threads: rule_threads("paper_tables")
+        resources:
+            **rule_resources("paper_tables"),
         params:
-            plan=json_param(PAPER_PLAN),
-            notes=json_param(judge_notes()),
-            eval_dir=f"{RUN}/eval",
-            out_dir=parent_dir("cells"),
+            plan=PAPER_PLAN_PARAM,
+            notes=json_param(JUDGE_NOTES),
+            run_dir=lambda w, output: os.path.dirname(os.path.dirname(output.cells)),
         shell:
-            "selectlab papers tables --params {params.plan:q} --eval-dir {params.eval_dir}"
-            " --notes {params.notes:q} --out-dir {params.out_dir} > {log} 2>&1"
+            "selectlab papers tables --params {params.plan:q} --run-dir {params.run_dir}"
+            " --notes {params.notes:q} > {log} 2>&1"
 
     rule vs_published:
         input:
-            cells=f"{PAPER_TABLES_DIR}/paper_cells.csv",
+            cells=layout.paper_cells(RUN),
             published=PUBLISHED,
         output:
-            csv=f"{PAPER_TABLES_DIR}/vs_published.csv",
-            md=f"{PAPER_TABLES_DIR}/vs_published.md",
+            csv=layout.table(RUN, report_cfg.VS_PUBLISHED, "csv"),
+            md=layout.table(RUN, report_cfg.VS_PUBLISHED, "md"),
         log:
-            f"{LOGS}/vs_published.log",
+            layout.log(RUN, "vs_published"),
         container:
             CONTAINERS["cpu"]
+        threads: rule_threads("vs_published")
+        resources:
+            **rule_resources("vs_published"),
         params:
             scale=PAPER_PLAN["scale"],
-            notes=json_param(judge_notes()),
+            notes=json_param(JUDGE_NOTES),
         shell:
             "selectlab papers vs-published --cells {input.cells} --published {input.published}"
             " --scale {params.scale:q} --notes {params.notes:q} --out-csv {output.csv}"
@@ -125,19 +100,22 @@ if PAPER_TABLE_NAMES:
 
     rule claims:
         input:
-            cells=f"{PAPER_TABLES_DIR}/paper_cells.csv",
+            cells=layout.paper_cells(RUN),
             claims=CLAIMS,
             schema=CLAIMS_SCHEMA,
         output:
-            csv=f"{PAPER_TABLES_DIR}/claims.csv",
-            md=f"{PAPER_TABLES_DIR}/claims.md",
+            csv=layout.table(RUN, report_cfg.CLAIMS, "csv"),
+            md=layout.table(RUN, report_cfg.CLAIMS, "md"),
         log:
-            f"{LOGS}/claims.log",
+            layout.log(RUN, "claims"),
         container:
             CONTAINERS["cpu"]
+        threads: rule_threads("claims")
+        resources:
+            **rule_resources("claims"),
         params:
             scale=PAPER_PLAN["scale"],
-            notes=json_param(judge_notes()),
+            notes=json_param(JUDGE_NOTES),
         shell:
             "selectlab papers claims --cells {input.cells} --claims {input.claims}"
             " --schema {input.schema} --scale {params.scale:q} --notes {params.notes:q}"
@@ -145,22 +123,25 @@ if PAPER_TABLE_NAMES:
 
     rule paper_charts:
         input:
-            cells=f"{PAPER_TABLES_DIR}/paper_cells.csv",
+            cells=layout.paper_cells(RUN),
         output:
             **{
                 name: report(
-                    f"{RUN}/figures/{name}.png",
-                    caption=f"../report/{papers_layouts.report_caption(name)}.rst",
+                    layout.figure(RUN, name),
+                    caption=caption(report_cfg.figure_caption(name)),
                     category="Papers",
                 )
-                for name in PAPER_FIGURE_NAMES
+                for name in REPORT.paper_charts
             },
         log:
-            f"{LOGS}/paper_charts.log",
+            layout.log(RUN, "paper_charts"),
         container:
             CONTAINERS["cpu"]
+        threads: rule_threads("paper_charts")
+        resources:
+            **rule_resources("paper_charts"),
         params:
-            plan=json_param(PAPER_PLAN),
+            plan=PAPER_PLAN_PARAM,
             out_dir=lambda w, output: os.path.dirname(output[0]),
         shell:
             "selectlab papers figures --params {params.plan:q} --cells {input.cells}"

@@ -78,9 +78,10 @@ def test_judge_labels_command_writes_figures_tables_and_matrices(tmp_path):
 
 
 def test_label_outputs_follow_the_judge_protocols():
-    config = {"judge": {"protocols": {"qurating": {}, "prrc": {}}}}
-    assert plan.label_figures(config) == [plan.QURATING_LABEL_PEARSON]
-    assert plan.label_tables(config) == []
+    config = {"judge": {"protocols": {"qurating": {}, "prrc": {}}},
+              "annotate": {"families": {}}, "seed": 0}
+    assert plan.analysis_plan(config).label_figures() == [plan.QURATING_LABEL_PEARSON]
+    assert plan.analysis_plan(config).label_tables() == []
 
 
 def test_qurater_ratings_against_nll_as_scatter_plots(tmp_path):

@@ -40,8 +40,8 @@ def run(tmp_path_factory):
     tables, figures = root / "tables", root / "figures"
     cells = str(tables / "paper_cells.csv")
     commands = [
-        ["papers", "tables", "--params", json.dumps(plan), "--eval-dir", str(root / "eval"),
-         "--notes", '["SIMULATED judge"]', "--out-dir", str(tables)],
+        ["papers", "tables", "--params", json.dumps(plan), "--run-dir", str(root),
+         "--notes", '["SIMULATED judge"]'],
         ["papers", "figures", "--params", json.dumps(plan), "--cells", cells, "--out-dir",
          str(figures)],
         ["papers", "vs-published", "--cells", cells, "--published",

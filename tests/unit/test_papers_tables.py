@@ -152,9 +152,9 @@ def test_welch_difference_and_single_run_intervals():
 
 
 def test_results_are_read_per_run(tmp_path):
-    (tmp_path / "uniform").mkdir()
-    (tmp_path / "uniform" / "icl.json").write_text(json.dumps({"settings": {}}))
-    perplexity, icl = read_results(tmp_path, ["uniform", "other"])
+    (tmp_path / "eval" / "uniform").mkdir(parents=True)
+    (tmp_path / "eval" / "uniform" / "icl.json").write_text(json.dumps({"settings": {}}))
+    perplexity, icl = read_results(str(tmp_path), ["uniform", "other"])
     assert icl == {"uniform": {"settings": {}}, "other": None}
     assert perplexity == {"uniform": None, "other": None}
 

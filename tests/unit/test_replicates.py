@@ -6,7 +6,6 @@ import copy
 
 import pytest
 
-from selectlab import config as cfg
 from selectlab.config import load_config
 from selectlab.replicates import (
     all_replicate_names,
@@ -14,6 +13,8 @@ from selectlab.replicates import (
     parse_replicate_name,
     replicate_names,
 )
+from selectlab.selection import resolve as select_cfg
+from selectlab.train import resolve as train_cfg
 from tests.conftest import REPO
 
 EMBEDDED = load_config(REPO / "config" / "config.yaml")
@@ -42,23 +43,25 @@ def test_names_and_counts():
 
 def test_each_replicate_has_its_own_selection_and_model_seed():
     config = with_replicates(3)
-    seeds = {cfg.resolve_selection(config, n)["seed"] for n in replicate_names(config, "uniform")}
+    seeds = {select_cfg.resolve_selection(config, n)["seed"]
+             for n in replicate_names(config, "uniform")}
     assert len(seeds) == 3
     for name in replicate_names(config, "overall_l5"):
-        selection = cfg.resolve_selection(config, name)
-        model = cfg.resolve_pretrain(config, name)["settings"]
+        selection = select_cfg.resolve_selection(config, name)
+        model = train_cfg.resolve_pretrain(config, name)["settings"]
         assert model["seed"] == selection["seed"]
         assert selection["method"] == "score_level"  # everything else is the variant's
     with pytest.raises(ValueError, match="replicate"):
-        cfg.variant_entry(config, "uniform__rep3")
+        select_cfg.variant_entry(config, "uniform__rep3")
 
 
 def test_a_replicate_reorders_and_continues_its_own_chain():
     config = with_replicates(2)
-    assert cfg.selection_params(config, "curriculum_expertise_up__rep1")["of"] == "uniform__rep1"
-    assert cfg.selection_upstream(config, "results/x", "curriculum_expertise_up__rep1") == [
+    curriculum = "curriculum_expertise_up__rep1"
+    assert select_cfg.selection_params(config, curriculum)["of"] == "uniform__rep1"
+    assert select_cfg.selection_upstream(config, "results/x", curriculum) == [
         "results/x/selections/uniform__rep1/selection.parquet"]
-    assert cfg.init_variant(config, "cpt_technology__rep1") == "overall_l5__rep1"
+    assert train_cfg.init_variant(config, "cpt_technology__rep1") == "overall_l5__rep1"
     # A base with a single run is shared by every replicate built on it.
     single_base = with_replicates(2, overall_l5=1)
-    assert cfg.init_variant(single_base, "cpt_technology__rep1") == "overall_l5"
+    assert train_cfg.init_variant(single_base, "cpt_technology__rep1") == "overall_l5"

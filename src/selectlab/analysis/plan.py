@@ -26,6 +26,7 @@ QURATER_VS_NLL = "analysis_qurater_vs_nll"
 QURATING_LABEL_PEARSON = "analysis_qurating_label_pearson"
 DATAMAN_LABEL_PEARSON = "analysis_dataman_label_pearson"
 DATAMAN_FINETUNE = "analysis_dataman_finetune"
+LABEL_PROTOCOLS = ("qurating", "dataman")  # the judge protocols whose labels are analysed
 HEADINGS = {
     QURATING_LABEL_PEARSON: "QuRating: Pearson correlation of the judge's four criteria",
     DATAMAN_LABEL_PEARSON: "DataMan: Pearson correlation of the 14 ratings (fine-tuning set)",
@@ -48,6 +49,7 @@ class AnalysisPlan:
     sample_rows: int
     seed: int
     qurater: str | None = None  # the family that annotates with the QuRater
+    label_protocols: tuple[str, ...] = ()  # configured judge protocols of LABEL_PROTOCOLS
 
     def figures(self) -> list[str]:
         names = [DISTRIBUTION_PREFIX + family for family in self.families]
@@ -64,6 +66,14 @@ class AnalysisPlan:
     def tables(self) -> list[str]:
         return ([DATAMAN_CORPUS, DATAMAN_DOMAIN_MEANS] if self.dataman else []) + (
             self.figure_tables())
+
+    def label_figures(self) -> list[str]:
+        """Figures drawn from the judge's labels themselves (the raters' training sets)."""
+        return ([QURATING_LABEL_PEARSON] if "qurating" in self.label_protocols else []) + (
+            [DATAMAN_LABEL_PEARSON] if "dataman" in self.label_protocols else [])
+
+    def label_tables(self) -> list[str]:
+        return [DATAMAN_FINETUNE] if "dataman" in self.label_protocols else []
 
     def rater_families(self) -> list[str]:
         """Families scored by raters trained on the judge's labels (they carry its notes)."""
@@ -86,9 +96,10 @@ def analysis_plan(config: dict) -> AnalysisPlan:
     refppl = next((name for name, f in families.items() if f["kind"] == "refppl"), None)
     qurater = next((name for name, f in families.items() if is_qurater(f)), None)
     section = config.get("analysis") or {}
+    labels = tuple(p for p in LABEL_PROTOCOLS if p in config["judge"]["protocols"])
     return AnalysisPlan(scored, dataman, refppl,
                         int(section.get("sample_rows", DEFAULT_SAMPLE_ROWS)), int(config["seed"]),
-                        qurater)
+                        qurater, labels)
 
 
 def heading(name: str) -> str:
@@ -105,17 +116,6 @@ def caption_stem(name: str) -> str:
 def matrices(plan: AnalysisPlan) -> list[str]:
     """The correlation matrices written beside the heatmaps (analysis/<name>.csv)."""
     return [n for n in plan.figures() if n in (SPEARMAN, DATAMAN_PEARSON)]
-
-
-def label_figures(config: dict) -> list[str]:
-    """Figures drawn from the judge's labels of the configured protocols."""
-    protocols = config["judge"]["protocols"]
-    return ([QURATING_LABEL_PEARSON] if "qurating" in protocols else []) + (
-        [DATAMAN_LABEL_PEARSON] if "dataman" in protocols else [])
-
-
-def label_tables(config: dict) -> list[str]:
-    return [DATAMAN_FINETUNE] if "dataman" in config["judge"]["protocols"] else []
 
 
 def figure_params(config: dict, notes: list[str]) -> dict:

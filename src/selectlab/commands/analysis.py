@@ -99,6 +99,8 @@ def judge_labels(args) -> dict:
         pairs = len(labels[["doc_a", "doc_b"]].drop_duplicates())
         heatmap(jl.qurating_label_pearson(labels), plan.QURATING_LABEL_PEARSON,
                 f"The judge's four criteria, Pearson over {pairs:,} pairs")
+    if args.dataman and not args.tables_dir:
+        raise ValueError("--dataman writes DataMan's fine-tuning table: give --tables-dir")
     if args.dataman:
         labels = pd.read_parquet(args.dataman)
         heatmap(jl.dataman_label_pearson(labels), plan.DATAMAN_LABEL_PEARSON,
@@ -151,5 +153,5 @@ def register(stages) -> None:
     p.add_argument("--dataman", help="judgments/dataman/labels.parquet")
     p.add_argument("--notes", type=_notes, default=[], help="JSON list of caveats")
     p.add_argument("--figures-dir", required=True)
-    p.add_argument("--tables-dir", required=True)
+    p.add_argument("--tables-dir", help="where DataMan's fine-tuning table goes (--dataman)")
     p.add_argument("--matrices-dir", required=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from selectlab.commands import add_action, json_arg
 
-CELLS = "paper_cells"
+CELLS_HELP = "the run's tables/paper_cells.csv (selectlab.layout.paper_cells)"
 
 
 def json_list(text: str) -> list[str]:
@@ -20,22 +20,23 @@ def json_list(text: str) -> list[str]:
 
 
 def tables(args) -> dict:
+    from selectlab import layout
     from selectlab.papers.cells import build_cells, read_curve_results, read_results
+    from selectlab.papers.plan import plan_runs
     from selectlab.papers.tables import all_paper_tables
     from selectlab.report.table_files import write_table
     from selectlab.shards import atomic_write_bytes
 
-    plan = args.params
-    runs = sorted({run for names in plan["replicates"].values() for run in names})
-    perplexity, icl = read_results(Path(args.eval_dir), runs)
-    curve_icl = read_curve_results(Path(args.eval_dir), plan.get("curve_runs", []))
+    plan, run_dir = args.params, args.run_dir
+    perplexity, icl = read_results(run_dir, plan_runs(plan))
+    curve_icl = read_curve_results(run_dir, plan.get("curve_runs", []))
     cells = build_cells(plan, perplexity, icl, curve_icl)
-    out = Path(args.out_dir)
-    atomic_write_bytes(out / f"{CELLS}.csv",
+    atomic_write_bytes(Path(layout.paper_cells(run_dir)),
                        cells.to_csv(index=False, lineterminator="\n").encode("utf-8"))
     frames = all_paper_tables(plan, cells)
     for name, frame in frames.items():
-        write_table(frame, out / f"{name}.csv", out / f"{name}.md", args.notes)
+        write_table(frame, Path(layout.table(run_dir, name, "csv")),
+                    Path(layout.table(run_dir, name, "md")), args.notes)
     return {"tables": sorted(frames), "cells": len(cells),
             "empty_cells": int(cells["mean"].isna().sum())}
 
@@ -88,22 +89,22 @@ def register(stages) -> None:
     p = add_action(actions, "tables", tables, "each paper's tables and the cells behind them")
     p.add_argument("--params", type=json_arg, required=True,
                    help="selectlab.papers.plan.paper_plan(config) as JSON")
-    p.add_argument("--eval-dir", required=True, help="eval/ holding {run}/icl.json etc.")
+    p.add_argument("--run-dir", required=True,
+                   help="results/{run}: reads eval/, writes tables/ (selectlab.layout)")
     p.add_argument("--notes", type=json_list, default=[], help="notes every table carries")
-    p.add_argument("--out-dir", required=True)
     p = add_action(actions, "figures", figures, "the papers' charts and the replicates' spread")
     p.add_argument("--params", type=json_arg, required=True, help="the paper plan as JSON")
-    p.add_argument("--cells", required=True, help=f"tables/{CELLS}.csv")
+    p.add_argument("--cells", required=True, help=CELLS_HELP)
     p.add_argument("--out-dir", required=True)
     p = add_action(actions, "vs-published", vs_published, "run vs published, cell by cell")
-    p.add_argument("--cells", required=True, help=f"tables/{CELLS}.csv")
+    p.add_argument("--cells", required=True, help=CELLS_HELP)
     p.add_argument("--published", nargs="+", required=True, help="config/published/*.csv")
     p.add_argument("--scale", required=True, choices=["same scale", "different scale"])
     p.add_argument("--notes", type=json_list, default=[])
     p.add_argument("--out-csv", required=True)
     p.add_argument("--out-md", required=True)
     p = add_action(actions, "claims", claims, "judge the claims ledger on the run's cells")
-    p.add_argument("--cells", required=True, help=f"tables/{CELLS}.csv")
+    p.add_argument("--cells", required=True, help=CELLS_HELP)
     p.add_argument("--claims", required=True, help="config/claims.yaml")
     p.add_argument("--schema", required=True, help="config/schema/claims.schema.yaml")
     p.add_argument("--scale", required=True, choices=["same scale", "different scale"])

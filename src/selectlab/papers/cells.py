@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from selectlab import layout as run_layout
 from selectlab.papers.estimates import Estimate, estimate
 from selectlab.papers.layouts import DATAMAN_SOURCE_ORDER, LAYOUTS, TableLayout
 from selectlab.papers.protocols import Protocol, Setting, parse_protocol
@@ -40,16 +41,15 @@ def read_json_or_none(path: Path) -> dict | None:
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
 
-def read_results(eval_dir: Path, names: list[str]) -> tuple[dict, dict]:
-    """(perplexity, icl) per run name from `eval_dir/{name}/`; None where a file is absent."""
-    eval_dir = Path(eval_dir)
-    return ({n: read_json_or_none(eval_dir / n / "perplexity.json") for n in names},
-            {n: read_json_or_none(eval_dir / n / "icl.json") for n in names})
+def read_results(run_dir: str, names: list[str]) -> tuple[dict, dict]:
+    """(perplexity, icl) per run name from the run directory; None where a file is absent."""
+    return ({n: read_json_or_none(Path(run_layout.perplexity(run_dir, n))) for n in names},
+            {n: read_json_or_none(Path(run_layout.icl(run_dir, n))) for n in names})
 
 
-def read_curve_results(eval_dir: Path, curve_runs: list) -> dict:
-    """icl.json of every training-curve snapshot, keyed (run, fraction)."""
-    return {(run, key): read_json_or_none(Path(eval_dir) / run / "curve" / key / "icl.json")
+def read_curve_results(run_dir: str, curve_runs: list) -> dict:
+    """ICL results of every training-curve snapshot, keyed (run, fraction)."""
+    return {(run, key): read_json_or_none(Path(run_layout.curve_icl(run_dir, run, key)))
             for run, key in curve_runs}
 
 

@@ -93,11 +93,10 @@ def layout(paper: str, table: str) -> TableLayout:
     return LAYOUTS[name]
 
 
-# The charts `selectlab.papers.figures` draws (figures/<name>.png).
+# The charts `selectlab.papers.figures` draws (figures/<name>.png); their headings and captions
+# in the report are selectlab.report.plan's.
 CHARTS = ("metarater_figure1", "metarater_figure2", "metarater_figure3")
 SPREAD = "paper_spread"
-
-
 PPL_VS_TASKS = "dataman_figure6"
 
 
@@ -107,25 +106,3 @@ def chart_names(plan: dict) -> list[str]:
     names = sorted(n for n in tables if n in CHARTS)
     names += [PPL_VS_TASKS] if {"dataman_table1", "dataman_table14"} <= tables else []
     return [*names, SPREAD] if plan["tables"] else []
-
-
-# Headings and caption files (report/<stem>.rst) of the papers' outputs in the HTML report.
-REPORT_ITEMS = {
-    "vs_published": ("The run beside the papers' published numbers", "vs_published"),
-    "claims": ("The papers' claims, judged on this run", "claims"),
-    "paper_spread": ("Each paper's Table 1 average: spread over replicates", "paper_spread"),
-    "dataman_figure6": ("DataMan Figure 6: perplexity against ICL, per task",
-                        "dataman_figure6"),
-}
-
-
-def report_heading(name: str) -> str | None:
-    if name in LAYOUTS:
-        return LAYOUTS[name].caption
-    return REPORT_ITEMS[name][0] if name in REPORT_ITEMS else None
-
-
-def report_caption(name: str) -> str | None:
-    if name in LAYOUTS:
-        return f"paper_{LAYOUTS[name].item}"
-    return REPORT_ITEMS[name][1] if name in REPORT_ITEMS else None

@@ -5,9 +5,10 @@ rows, each paper task's evaluated setting, every row's replicates, labels and th
 
 from __future__ import annotations
 
-from selectlab import config as cfg
+from selectlab import layout
 from selectlab.papers import protocols as P
 from selectlab.replicates import replicate_names
+from selectlab.selection.resolve import resolve_selection
 
 SAME_SCALE = "same scale"
 DIFFERENT_SCALE = "different scale"
@@ -28,7 +29,7 @@ def table_plan(config: dict, table: P.PaperTable) -> dict:
     if table.layout.kind == "curve":
         fractions = sorted(float(f) for f in table.spec.get("fractions", []))
         plan["fractions"] = [P.fraction_key(f) for f in [*fractions, 1.0]]
-        plan["tokens"] = {v: cfg.resolve_selection(config, v)["budget_tokens"]
+        plan["tokens"] = {v: resolve_selection(config, v)["budget_tokens"]
                           for v in table.rows}
     return plan
 
@@ -62,6 +63,17 @@ def paper_plan(config: dict) -> dict:
     }
 
 
+def plan_runs(plan: dict) -> list[str]:
+    """Every run (replicates included) whose results a paper plan's tables read."""
+    return sorted({name for names in plan["replicates"].values() for name in names})
+
+
 def evaluated_variants(config: dict) -> list[str]:
-    """Every run (replicates included) whose results the per-paper tables read."""
-    return sorted({name for names in paper_plan(config)["replicates"].values() for name in names})
+    return plan_runs(paper_plan(config))
+
+
+def result_inputs(plan: dict, root: str) -> list[str]:
+    """The files the per-paper tables read: each run's perplexity and ICL results, then the
+    ICL results of every training snapshot on a curve."""
+    return ([path(root, run) for run in plan_runs(plan) for path in (layout.perplexity, layout.icl)]
+            + [layout.curve_icl(root, run, fraction) for run, fraction in plan["curve_runs"]])

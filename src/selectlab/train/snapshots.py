@@ -4,8 +4,9 @@
 steps (Meta-rater Figure 1: average downstream score against tokens). At each point the
 current weights, not averaged, are saved as a loadable model under the checkpoint directory's
 `snapshots/f{fraction}`; when training ends they move into the final model directory
-(`final/snapshots/f{fraction}`), so they are part of the step's declared output. A snapshot
-records the run's settings hash: one left over from a run with other settings is not used.
+(`final/snapshots/f{fraction}`, `selectlab.layout.snapshot`), so they are part of the step's
+declared output. A snapshot records the run's settings hash: one left over from a run with
+other settings is not used.
 """
 
 from __future__ import annotations
@@ -14,12 +15,15 @@ import json
 import shutil
 from pathlib import Path
 
-SNAPSHOTS = "snapshots"
+from selectlab.layout import SNAPSHOTS
+from selectlab.layout import snapshot_name as layout_snapshot_name
+
 CARD = "snapshot.json"
 
 
 def snapshot_name(fraction: float) -> str:
-    return f"f{float(fraction):g}"
+    """E.g. "f0.5": the fraction as the curves name their points (the float's str)."""
+    return layout_snapshot_name(str(float(fraction)))
 
 
 def snapshot_steps(fractions, total_steps: int) -> dict[int, float]:
