@@ -1,5 +1,6 @@
 """Variant configs: the schema checks each method's params; every variant of the shipped
-configs (embedded default, tests-only, full scale) resolves to a selection and a pretraining."""
+configs (embedded default, tests-only, full scale, claims demo) resolves to a selection and a
+pretraining."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 SCHEMA = str(REPO / "config" / "schema" / "config.schema.yaml")
 CONFIGS = {name: REPO / path for name, path in
            {"default": "config/config.yaml", "test": ".test/config.yaml",
-            "paper": "config/paper.yaml"}.items()}
+            "paper": "config/paper.yaml", "claims_demo": "config/claims_demo.yaml"}.items()}
 
 
 def load(name: str) -> dict:
