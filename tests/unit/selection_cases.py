@@ -74,7 +74,8 @@ CASES = {
 
 
 def build_inputs(root: Path) -> Path:
-    """Synthetic sidecars, a `gappy` family missing every third score, and fitted weights."""
+    """Synthetic sidecars, a `gappy` family missing every third score, fitted weights, and the
+    pool's rank sidecars of every score a combining method reads."""
     attributes = root / "attributes"
     write_synthetic_sidecars(attributes, SHARDS, DOCS, seed=3)
     (attributes / "gappy").mkdir()
@@ -85,7 +86,18 @@ def build_inputs(root: Path) -> Path:
     (root / "weights.json").write_text(json.dumps({
         "scores": MR_SCORES, "weights": MR_WEIGHTS, "proxies_used": 8,
         "regressor": {"heldout_spearman": 0.5, "best_iteration": 12}}))
+    rank_inputs(attributes)
     return attributes
+
+
+def rank_inputs(attributes: Path) -> None:
+    from selectlab.selection.ranks import rank_family, ranked_columns
+
+    combining = ("weighted_topk", "mean_rating", "intersection", "metarater")
+    refs = [ref for method, _, _, params in CASES.values() if method in combining
+            for ref in params["scores"]]
+    for family, columns in ranked_columns(refs).items():
+        rank_family(attributes, family, columns, SHARDS, capacity=1000, spill=False)
 
 
 def upstream_of(name: str, root: Path, out: Path) -> Path | None:

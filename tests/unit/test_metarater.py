@@ -20,6 +20,7 @@ from selectlab.selection.metarater import (
     proxy_weights,
     read_proxy_results,
 )
+from selectlab.selection.ranks import rank_scores
 from selectlab.selection.run import SelectionSpec, select_variant
 from selectlab.selection.synthetic import write_synthetic_sidecars
 
@@ -74,6 +75,7 @@ def planted(tmp_path_factory):
     quality = write_synthetic_sidecars(root / "attributes", SHARDS, DOCS, seed=2)
     quality = np.concatenate([quality[s] for s in SHARDS])
     scores = ["scores.noise", "scores.good", "dsir.dsir_book"]
+    rank_scores(root / "attributes", scores, SHARDS)
     manifests, perplexity = [], []
     for i in range(40):
         name = f"planted__proxy{i:03d}"
