@@ -1,6 +1,8 @@
 # selectlab: raw corpus shards -> judgments -> raters -> per-shard annotation -> selection
 # variants -> pretraining -> evaluation -> tables, figures, report and archive.
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
+
+from selectlab.schema import validate_config
 
 min_version("9.0")
 
@@ -12,7 +14,8 @@ if not workflow.overwrite_configfiles:
     configfile: "config/config.yaml"
 
 
-validate(config, "config/schema/config.schema.yaml")
+# Each schema file read once (Snakemake's validate re-reads a file per cross-file reference).
+validate_config(config, f"{workflow.basedir}/config/schema/config.schema.yaml")
 
 
 include: "rules/common.smk"

@@ -64,6 +64,12 @@ def selection_sidecars(wildcards):
     return expand(f"{RUN}/attributes/{{rater}}/throughput.csv", rater=raters)
 
 
+def selection_ranks(wildcards):
+    """Rank sidecars (one directory per family) of the scores a variant combines on ranks."""
+    families = cfg.selection_ranks(config, wildcards.variant)
+    return expand(f"{RUN}/attributes/ranks/{{family}}", family=families)
+
+
 def init_model(wildcards):
     """The final model of the variant this one continues pretraining from, if any."""
     parent = cfg.init_variant(config, wildcards.variant)

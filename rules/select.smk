@@ -2,10 +2,40 @@
 # Selection and packing read every shard, but declare only tables written after all shards
 # (the read report for meta sidecars and tokens, a throughput table per score family): per-shard
 # inputs for every variant and Meta-rater proxy would make planning quadratic at full scale.
+# Scores combined on percentile ranks are ranked once per pool (rank_scores), not per selection.
+RANKED = cfg.ranked_scores(config)
+
+
+rule rank_scores:
+    input:
+        corpus=f"{RUN}/tables/read_report.csv",
+        scores=f"{RUN}/attributes/{{family}}/throughput.csv",
+    output:
+        directory(f"{RUN}/attributes/ranks/{{family}}"),
+    log:
+        f"{LOGS}/rank_scores/{{family}}.log",
+    wildcard_constraints:
+        family=names_pattern(RANKED),
+    container:
+        CONTAINERS["cpu"]
+    resources:
+        mem_mb=config["selection"].get("memory_mb", 8000),
+        runtime=240,
+    params:
+        columns=lambda w: RANKED[w.family],
+        attributes_dir=f"{RUN}/attributes",
+        meta=expand(f"{RUN}/attributes/meta/{{shard}}.parquet", shard=SHARDS),
+    shell:
+        "selectlab select rank --family {wildcards.family} --columns {params.columns}"
+        " --attributes-dir {params.attributes_dir} --meta {params.meta}"
+        " --memory-mb {resources.mem_mb} > {log} 2>&1"
+
+
 rule select:
     input:
         corpus=f"{RUN}/tables/read_report.csv",
         scores=selection_sidecars,
+        ranks=selection_ranks,
         upstream=selection_upstream,
     output:
         selection=f"{RUN}/selections/{{variant}}/selection.parquet",
@@ -15,7 +45,7 @@ rule select:
     container:
         CONTAINERS["cpu"]
     resources:
-        mem_mb=8000,
+        mem_mb=config["selection"].get("memory_mb", 8000),
         runtime=120,
     params:
         cfg=lambda w: json_param(cfg.resolve_selection(config, w.variant)),
@@ -27,7 +57,8 @@ rule select:
         ),
     shell:
         "selectlab select run --params {params.cfg:q} --attributes-dir {params.attributes_dir}"
-        " --meta {params.meta} {params.upstream} --out-dir {params.out_dir} > {log} 2>&1"
+        " --meta {params.meta} {params.upstream} --out-dir {params.out_dir}"
+        " --memory-mb {resources.mem_mb} > {log} 2>&1"
 
 
 rule pack:

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from selectlab.selection.columns import RankColumn
+from selectlab.selection.columns import RankColumns
 from selectlab.selection.pool import Pool
 from selectlab.selection.ranks import rank_family, ranked_columns
 from selectlab.selection.scores import ScoreRef, percentile_ranks
@@ -53,8 +53,8 @@ def test_stored_ranks_are_the_pool_percentile_ranks(scored, capacity, spill):
     for name, values in columns.items():
         for negate in (False, True):
             missing: dict[str, int] = {}
-            column = RankColumn(pool, ScoreRef("scores", name, negate), missing)
-            ranks = np.concatenate(list(column.chunks()))
+            column = RankColumns(pool, [ScoreRef("scores", name, negate)], missing)
+            ranks = np.concatenate([chunk[0] for chunk in column.chunks()])
             oriented = -values if negate else values
             np.testing.assert_array_equal(ranks, expected_ranks(oriented), err_msg=name)
             assert missing == {f"scores.{name}": int((~np.isfinite(values)).sum())}
@@ -67,11 +67,11 @@ def test_ranks_of_another_pool_or_column_are_refused(scored):
     directory, _ = scored
     rank_family(directory, "scores", ["ties"], SHARDS, 100, False)
     with pytest.raises(ValueError, match="different pool"):
-        RankColumn(Pool(directory, SHARDS[:2], ROWS[:2], ["x"]), ScoreRef("scores", "ties"), {})
+        RankColumns(Pool(directory, SHARDS[:2], ROWS[:2], ["x"]), [ScoreRef("scores", "ties")], {})
     with pytest.raises(ValueError, match="no ranks of 'smooth'"):
-        RankColumn(Pool(directory, SHARDS, ROWS, ["x"]), ScoreRef("scores", "smooth"), {})
+        RankColumns(Pool(directory, SHARDS, ROWS, ["x"]), [ScoreRef("scores", "smooth")], {})
     with pytest.raises(FileNotFoundError, match="rank other"):
-        RankColumn(Pool(directory, SHARDS, ROWS, ["x"]), ScoreRef("other", "x"), {})
+        RankColumns(Pool(directory, SHARDS, ROWS, ["x"]), [ScoreRef("other", "x")], {})
 
 
 def test_ranked_columns_by_family_without_orientation():

@@ -109,7 +109,7 @@ def stratum_runs(stratum: np.ndarray, n_tokens: np.ndarray, priority: np.ndarray
     positions = np.arange(len(priority), dtype=dtype)[np.isfinite(priority)]
     codes = stratum[positions]
     runs = []
-    for code in np.unique(codes):
+    for code in np.flatnonzero(np.bincount(codes)) if len(codes) else []:
         members = positions[codes == code]
         keys = [-priority[members]] if tiebreak is None else [-tiebreak[members],
                                                                -priority[members]]

@@ -1,7 +1,7 @@
 """What a method reads over the pool, one shard (chunk) at a time, in pool order.
 
 - `ScoreColumn`: a sidecar column as float32, oriented ('-' references negated).
-- `RankColumn`: a score's percentile ranks, from the pool-level rank sidecars (selection.ranks).
+- `RankColumns`: scores' percentile ranks, from the pool-level rank sidecars (selection.ranks).
 - `RandomStream`: uniform float32 draws, one per document, that come out the same however the
   pool is chunked and however often it is walked (numpy's generators give the same numbers
   drawn in pieces as drawn at once).
@@ -11,7 +11,9 @@ Each can be walked any number of times; missing values are counted on the first 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from queue import Full, Queue
 
 import numpy as np
 
@@ -27,6 +29,9 @@ class ScoreColumn:
         self.pool, self.ref, self.missing = pool, ref, missing
 
     def chunks(self) -> Iterator[np.ndarray]:
+        return prefetched(self.read())
+
+    def read(self) -> Iterator[np.ndarray]:
         ref, missing = self.ref, 0
         for shard, expected in zip(self.pool.shards, self.pool.rows, strict=True):
             values = numeric_values(read_sidecar_column(self.pool.attributes_dir, ref.family,
@@ -37,22 +42,77 @@ class ScoreColumn:
         self.missing[f"{ref.family}.{ref.column}"] = missing
 
 
-class RankColumn:
-    """Percentile ranks in [0, 1] as float32, NaN where the score is missing."""
+class RankColumns:
+    """Percentile ranks in [0, 1] as float32 (NaN where the score is missing) of several
+    scores, per shard: each family's rank sidecar is read once per shard for all its columns,
+    in a background thread one shard ahead of the caller."""
 
-    def __init__(self, pool: Pool, ref: ScoreRef, missing: dict[str, int]):
+    def __init__(self, pool: Pool, refs: list[ScoreRef], missing: dict[str, int]):
         from selectlab.selection.ranks import RankTable
 
-        self.pool, self.ref, self.missing = pool, ref, missing
-        self.table = RankTable.open(pool, ref)
+        self.pool, self.refs, self.missing = pool, refs, missing
+        self.tables = {ref: RankTable.open(pool, ref) for ref in refs}
 
-    def chunks(self) -> Iterator[np.ndarray]:
-        missing = 0
+    def read(self) -> Iterator[list[np.ndarray]]:
+        from selectlab.selection.ranks import read_numerators
+
+        families: dict[str, list[str]] = {}
+        for ref in self.refs:
+            families.setdefault(ref.family, [])
+            if ref.column not in families[ref.family]:
+                families[ref.family].append(ref.column)
         for shard, expected in zip(self.pool.shards, self.pool.rows, strict=True):
-            ranks, absent = self.table.ranks(shard, expected, self.ref.negate)
-            missing += absent
+            numerators = {}
+            for family, columns in families.items():
+                numerators[family] = read_numerators(self.pool.attributes_dir, family, columns,
+                                                     shard, expected)
+            yield [self.tables[ref].ranks(numerators[ref.family][ref.column], ref.negate)
+                   for ref in self.refs]
+
+    def chunks(self) -> Iterator[list[np.ndarray]]:
+        missing = dict.fromkeys((f"{ref.family}.{ref.column}" for ref in self.refs), 0)
+        for ranks in prefetched(self.read()):
+            for ref, values in zip(self.refs, ranks, strict=True):
+                missing[f"{ref.family}.{ref.column}"] = \
+                    missing[f"{ref.family}.{ref.column}"] + int(np.isnan(values).sum())
             yield ranks
-        self.missing[f"{self.ref.family}.{self.ref.column}"] = missing
+        self.missing.update(missing)
+
+
+def prefetched(items: Iterator, depth: int = 1) -> Iterator:
+    """The items, produced by a background thread up to `depth` ahead of the consumer (reading
+    parquet and numpy's array loops release the interpreter, so both cores work)."""
+    queue: Queue = Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def produce():
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        queue.put((item, None), timeout=0.1)
+                        break
+                    except Full:
+                        continue
+                if stop.is_set():
+                    return
+            queue.put((done, None))
+        except BaseException as error:  # handed to the consumer, raised there
+            queue.put((done, error))
+
+    worker = threading.Thread(target=produce, daemon=True)
+    worker.start()
+    try:
+        while True:
+            item, error = queue.get()
+            if error is not None:
+                raise error
+            if item is done:
+                return
+            yield item
+    finally:
+        stop.set()
 
 
 class RandomStream:

@@ -22,11 +22,11 @@ def weighted_rank_sum(context: MethodContext, scores: list[str], weights: list[f
         raise ValueError(f"{len(scores)} scores but {len(weights)} weights")
     if any(w < 0 for w in weights) or sum(weights) <= 0:
         raise ValueError(f"weights must be non-negative with a positive sum, got {weights}")
-    columns = [context.ranks(text) for text in scores]
+    columns = context.ranks(scores)
     factors = [np.float32(weight) for weight in weights]
 
     def chunks():
-        for ranks in zip(*(column.chunks() for column in columns), strict=True):
+        for ranks in columns.chunks():
             total = np.zeros(len(ranks[0]), dtype=np.float32)
             for values, factor in zip(ranks, factors, strict=True):
                 values *= factor
@@ -63,10 +63,10 @@ def intersection(context: MethodContext) -> Choice:
     the intersection of the per-score top fractions at the strictest cut that still fills the
     budget (the cut is reported as the manifest's priority cutoff).
     """
-    columns = [context.ranks(text) for text in context.params["scores"]]
+    columns = context.ranks(context.params["scores"])
 
     def lowest():
-        for ranks in zip(*(column.chunks() for column in columns), strict=True):
+        for ranks in columns.chunks():
             low = ranks[0]
             for values in ranks[1:]:
                 # np.minimum propagates NaN: a document missing any score is never chosen.

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from selectlab.selection.columns import RandomStream, RankColumn, ScoreColumn
+from selectlab.selection.columns import RandomStream, RankColumns, ScoreColumn
 from selectlab.selection.pool import Pool, iter_vectors
 from selectlab.selection.scores import ScoreRef
 from selectlab.selection.store import UnitStore
@@ -67,9 +67,9 @@ class MethodContext:
     def column(self, text: str) -> ScoreColumn:
         return ScoreColumn(self.pool, ScoreRef.parse(text), self.missing)
 
-    def ranks(self, text: str) -> RankColumn:
-        """The score's percentile ranks over the pool, from its rank sidecars."""
-        return RankColumn(self.pool, ScoreRef.parse(text), self.missing)
+    def ranks(self, texts: list[str]) -> RankColumns:
+        """The scores' percentile ranks over the pool, from their rank sidecars."""
+        return RankColumns(self.pool, [ScoreRef.parse(text) for text in texts], self.missing)
 
     def random_stream(self) -> RandomStream:
         """The next `rng.random(pool size, float32)` of the method's generator."""

@@ -27,9 +27,14 @@ def ascending32(values: np.ndarray) -> np.ndarray:
     return np.where(negative, ~bits, bits | TOP_BIT)
 
 
+def priority_key(priority: np.ndarray) -> np.ndarray:
+    """The high 32 bits of `order_key`: uint32 ascending as priority descends."""
+    return ~ascending32(priority)
+
+
 def order_key(priority: np.ndarray, tiebreak: np.ndarray | None) -> np.ndarray:
     """uint64 ascending in walk order: priority descending, then tiebreak descending."""
-    high = (~ascending32(priority)).astype(np.uint64) << np.uint64(32)
+    high = priority_key(priority).astype(np.uint64) << np.uint64(32)
     if tiebreak is None:
         return high
     return high | (~ascending32(tiebreak)).astype(np.uint64)

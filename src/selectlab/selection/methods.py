@@ -27,8 +27,11 @@ from selectlab.selection.gumbel import gumbel_from_uniform, tempered_logits
 from selectlab.selection.pool import pool_positions
 from selectlab.selection.scores import ExactMoments, ScoreRef, z_normalised
 from selectlab.selection.semdedup import semdedup
+from selectlab.selection.store import sorted_unique
 from selectlab.selection.strata import SET_NAME
 
+# Methods that combine scores on their percentile ranks, read from the pool's rank sidecars.
+RANKED_METHODS = ("weighted_topk", "mean_rating", "intersection", "metarater")
 # Params that name scores: single references, lists of references, mapping keys.
 REF_KEYS = ("score", "order_by", "embedding")
 REF_LIST_KEYS = ("scores", "strata")
@@ -92,7 +95,7 @@ def rating_mix(context: MethodContext) -> Choice:
         chosen = context.take(gumbel_sample(context, text, tau))
         components[text] = int(len(chosen))
         union.append(chosen)
-    members = np.unique(np.concatenate(union))
+    members = sorted_unique(np.concatenate(union))
     offsets = context.pool.offsets
     union_tokens = 0
     noise = context.random_stream()

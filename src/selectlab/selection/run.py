@@ -22,7 +22,7 @@ from selectlab.selection.methods import METHODS, uniform_keys
 from selectlab.selection.output import training_order, write_selection
 from selectlab.selection.overlap import jaccard
 from selectlab.selection.pool import Pool, meta_rows, scan_pool
-from selectlab.selection.store import UnitStore
+from selectlab.selection.store import UnitStore, sorted_unique
 from selectlab.selection.strata import SET_NAME, Strata, WhereFilter, build_strata
 from selectlab.selection.take import Taken, streaming_take
 from selectlab.shards import atomic_path, write_json
@@ -92,7 +92,7 @@ def choose(spec: SelectionSpec, pool: Pool, store: UnitStore, upstream: str | Pa
     if choice.chosen is not None:
         filtered_out = sum(int((~keep).sum()) for keep in where.chunks())  # counts, as before
         taken = exact_set(store, pool, choice.chosen)
-        eligible = len(np.unique(taken.chosen))
+        eligible = len(sorted_unique(taken.chosen))
     else:
         counts = put_keys(store, choice.keys, where.chunks())
         taken = streaming_take(store, "stratum", quotas, spec.budget_tokens, limits.take,
@@ -111,14 +111,18 @@ def uniform_reference(spec: SelectionSpec, pool: Pool, store: UnitStore,
     if (spec.method == "uniform" and params.get("strata", [SET_NAME]) == [SET_NAME]
             and not params.get("where") and not params.get("upsample_short")):
         return selected.taken.chosen  # the same take: no need to repeat it
-    sources = build_strata(pool, store, [SET_NAME], column="source_stratum")
+    column, sources = "stratum", selected.strata
+    if params.get("strata", [SET_NAME]) != [SET_NAME]:
+        column = "source_stratum"
+        sources = build_strata(pool, store, [SET_NAME], column=column)
     put_keys(store, uniform_keys(spec.seed, pool.rows))
-    return streaming_take(store, "source_stratum", sources.quotas(spec.budget_tokens),
-                          spec.budget_tokens, limits.take, False).chosen
+    return streaming_take(store, column, sources.quotas(spec.budget_tokens), spec.budget_tokens,
+                          limits.take, False).chosen
 
 
-def overlap(chosen: np.ndarray, reference: np.ndarray) -> dict:
-    a, b = np.unique(chosen), np.unique(reference)
+def overlap(a: np.ndarray, reference: np.ndarray) -> dict:
+    """Overlap of the selection's distinct documents `a` with the reference's."""
+    b = sorted_unique(reference)
     shared = len(np.intersect1d(a, b, assume_unique=True))
     return {"shared_documents": shared, "jaccard": jaccard(a, b),
             "fraction_of_selection": shared / len(a) if len(a) else 0.0}
@@ -138,6 +142,7 @@ def stratum_results(selected: Selected) -> list[StratumOutcome]:
 
 def manifest_record(spec: SelectionSpec, selected: Selected, reference: np.ndarray) -> dict:
     pool, chosen = selected.pool, selected.taken.chosen
+    distinct = sorted_unique(chosen)
     results = stratum_results(selected)
     selected_tokens = int(selected.taken.n_tokens.sum())
     params = spec.params
@@ -149,7 +154,7 @@ def manifest_record(spec: SelectionSpec, selected: Selected, reference: np.ndarr
         "budget_tokens": spec.budget_tokens,
         "selected_tokens": selected_tokens,
         "selected_documents": int(len(chosen)),
-        "unique_documents": int(len(np.unique(chosen))),
+        "unique_documents": int(len(distinct)),
         "pool_tokens": int(selected.strata.pool_tokens.sum()),
         "pool_documents": len(pool),
         "budget_reached": selected_tokens >= spec.budget_tokens,
@@ -166,7 +171,7 @@ def manifest_record(spec: SelectionSpec, selected: Selected, reference: np.ndarr
         "order": ({"by": params["order_by"], "direction": params.get("order", "ascending")}
                   if params.get("order_by") else "shuffled"),
         "overlap_with_uniform": {"reference": f"uniform, seed {spec.seed}, same budget"}
-        | overlap(chosen, reference),
+        | overlap(distinct, reference),
     } | selected.info
 
 

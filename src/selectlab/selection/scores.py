@@ -90,12 +90,13 @@ def percentile_ranks(values: np.ndarray) -> np.ndarray:
 def midrank_percentiles(midranks: np.ndarray, count: int) -> np.ndarray:
     """`percentile_ranks` from stored mid-rank numerators L = (values below) + (values at or
     below) - 1 over `count` present values; L < 0 marks a missing value (NaN)."""
-    out = np.full(len(midranks), np.nan, dtype=np.float32)
-    present = midranks >= 0
     if count > 1:
-        out[present] = midranks[present] * (0.5 / (count - 1))
+        out = (midranks * (0.5 / (count - 1))).astype(np.float32)
     else:
-        out[present] = 0.5
+        out = np.full(len(midranks), 0.5, dtype=np.float32)
+    missing = midranks < 0
+    if missing.any():
+        out[missing] = np.nan
     return out
 
 

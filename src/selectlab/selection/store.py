@@ -31,6 +31,12 @@ def smallest_uint(values: np.ndarray) -> np.ndarray:
     raise ValueError(f"value {top} does not fit 64 bits")
 
 
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """np.unique by sorting (numpy's hashing unique is many times slower on large arrays)."""
+    ordered = np.sort(values)
+    return ordered[np.r_[True, ordered[1:] != ordered[:-1]]] if len(ordered) else ordered
+
+
 class UnitStore:
     """Named columns, one array per chunk, in pool order."""
 

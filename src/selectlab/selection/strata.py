@@ -24,7 +24,7 @@ from selectlab.selection.pool import (
     read_sidecar_column,
 )
 from selectlab.selection.scores import ScoreRef
-from selectlab.selection.store import UnitStore, smallest_uint
+from selectlab.selection.store import UnitStore, smallest_uint, sorted_unique
 
 SET_NAME = "set_name"
 WHOLE_POOL = "all"
@@ -77,8 +77,8 @@ def build_strata(pool: Pool, store: UnitStore, keys: list[str],
             codes = codes * size + store.chunk(name, index)
         return codes
 
-    present = np.unique(np.concatenate(
-        [np.unique(combined(i)) for i in range(len(pool.rows))] or [np.zeros(0, np.int64)]))
+    present = present_codes((combined(i) for i in range(len(pool.rows))),
+                            int(np.prod(sizes, dtype=np.float64)))
     n = len(present)
     documents, tokens = np.zeros(n, np.int64), np.zeros(n, np.int64)
 
@@ -97,6 +97,19 @@ def build_strata(pool: Pool, store: UnitStore, keys: list[str],
     names = [code_name(int(code), parts, sizes) for code in present] if keys \
         else [WHOLE_POOL] * min(n, 1)
     return Strata(names, documents, tokens)
+
+
+def present_codes(chunks, bound: int) -> np.ndarray:
+    """Sorted distinct codes over all chunks; codes lie in [0, bound)."""
+    if bound <= 1 << 24:  # a presence table is cheaper than sorting every chunk
+        seen = np.zeros(bound, dtype=bool)
+        for codes in chunks:
+            seen[codes] = True
+        return np.flatnonzero(seen)
+    found = np.zeros(0, np.int64)
+    for codes in chunks:
+        found = sorted_unique(np.concatenate([found, sorted_unique(codes)]))
+    return found
 
 
 def code_name(code: int, parts: list, sizes: list[int]) -> str:

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from selectlab.selection.budget import budgeted_take
-from selectlab.selection.keys import KEY_MAX, order_key
+from selectlab.selection.columns import prefetched
+from selectlab.selection.keys import KEY_MAX, order_key, priority_key
 from selectlab.selection.store import UnitStore
 from selectlab.selection.upsample import upsampled_take
 
@@ -109,6 +110,7 @@ class Targets:
     shift: np.ndarray  # uint64
     offset: np.ndarray  # int64, first bin of the stratum's segment
     bins: int
+    whole: bool = False  # every stratum's whole key range (the first pass): no range checks
 
     @classmethod
     def of(cls, segments: Segments, n_strata: int, bits: int) -> Targets:
@@ -130,19 +132,37 @@ class Targets:
             shift[s] = max(0, width.bit_length() - bits)
             offset[s] = bins
             bins += (width >> int(shift[s])) + 1
-        return cls(active, h0, h1, p0, p1, by_key, shift, offset, bins)
+        whole = bool(active.all() and (h0 == 0).all() and (h1 == KEY_MAX).all())
+        return cls(active, h0, h1, p0, p1, by_key, shift, offset, bins, whole)
 
-    def histogram(self, key: np.ndarray, position: np.ndarray, stratum: np.ndarray,
-                  n_tokens: np.ndarray, into: Histogram) -> None:
-        """Add one chunk of eligible documents to the bins."""
+    def histogram(self, priority: np.ndarray, tiebreak: np.ndarray | None,
+                  position: np.ndarray, stratum: np.ndarray, n_tokens: np.ndarray,
+                  into: Histogram) -> None:
+        """Add one chunk of eligible documents to the bins. Only the priority's 32-bit key is
+        computed for every document; full keys only for those whose priority falls in a
+        target."""
+        high = priority_key(priority)
+        if self.whole:
+            index = self.offset[stratum] + (high >> (self.shift[0] - np.uint64(32))) \
+                .astype(np.int64)
+            into.counts += np.bincount(index, minlength=self.bins)
+            into.tokens += np.bincount(index, weights=n_tokens,
+                                       minlength=self.bins).astype(np.int64)
+            np.minimum.at(into.priority_low, index, high)
+            np.maximum.at(into.priority_high, index, high)
+            return
         s = stratum
-        inside = (self.active[s] & (key >= self.h0[s]) & (key <= self.h1[s])
-                  & (position >= self.p0[s]) & (position <= self.p1[s]))
+        near = np.flatnonzero(self.active[s] & (high >= (self.h0 >> np.uint64(32))[s])
+                              & (high <= (self.h1 >> np.uint64(32))[s]))
+        s, position = s[near], position[near].astype(np.uint64)
+        key = order_key(priority[near], None if tiebreak is None else tiebreak[near])
+        inside = ((key >= self.h0[s]) & (key <= self.h1[s]) & (position >= self.p0[s])
+                  & (position <= self.p1[s]))
         s, key, position = s[inside], key[inside], position[inside]
         distance = np.where(self.by_key[s], key - self.h0[s], position - self.p0[s])
         index = self.offset[s] + (distance >> self.shift[s]).astype(np.int64)
         into.counts += np.bincount(index, minlength=self.bins)
-        into.tokens += np.bincount(index, weights=n_tokens[inside],
+        into.tokens += np.bincount(index, weights=n_tokens[near][inside],
                                    minlength=self.bins).astype(np.int64)
         # Each bin's actual key (and position) range: the next pass bins only what is there.
         np.minimum.at(into.key_low, index, key)
@@ -157,6 +177,10 @@ class Targets:
                           np.diff(np.r_[self.offset[self.active], self.bins]))
         nonempty = np.flatnonzero(found.counts > 0)
         s = owner[nonempty]
+        if self.whole:  # first pass: priority ranges, any tiebreak (none: low bits are 0)
+            found.key_low = found.priority_low.astype(np.uint64) << np.uint64(32)
+            found.key_high = (found.priority_high.astype(np.uint64) << np.uint64(32)) \
+                | np.uint64(0xFFFFFFFF if found.tiebreak else 0)
         low, high = found.key_low[nonempty], found.key_high[nonempty]
         # A bin of one key holds every document of that key: its positions order them.
         if found.positions:
@@ -177,14 +201,18 @@ class Histogram:
     tokens: np.ndarray
     key_low: np.ndarray
     key_high: np.ndarray
+    priority_low: np.ndarray  # uint32 priority keys, the first pass's ranges
+    priority_high: np.ndarray
+    tiebreak: bool
     positions: bool
     position_low: np.ndarray | None = None
     position_high: np.ndarray | None = None
 
     @classmethod
-    def empty(cls, bins: int, positions: bool) -> Histogram:
+    def empty(cls, bins: int, tiebreak: bool, positions: bool) -> Histogram:
         low, high = np.full(bins, KEY_MAX, np.uint64), np.zeros(bins, np.uint64)
         return cls(np.zeros(bins, np.int64), np.zeros(bins, np.int64), low, high.copy(),
+                   np.full(bins, 0xFFFFFFFF, np.uint32), np.zeros(bins, np.uint32), tiebreak,
                    positions, low.copy() if positions else None,
                    high.copy() if positions else None)
 
@@ -269,6 +297,9 @@ class KeyedWalk:
 
     def __iter__(self):
         self.walks += 1
+        return prefetched(self.read())
+
+    def read(self):
         for index, columns in self.store.walk(self.names):
             priority = columns["priority"]
             eligible = np.flatnonzero(np.isfinite(priority))
@@ -281,11 +312,27 @@ class KeyedWalk:
 def histogram_pass(walk: KeyedWalk, targets: Targets, positions: bool) -> Segments:
     """Bins of every target segment; `positions` also narrows one-key bins to their positions
     (the first pass skips it: its one-key bins keep the whole pool's position range)."""
-    found = Histogram.empty(targets.bins, positions)
+    found = Histogram.empty(targets.bins, walk.tiebreak, positions)
     for position, priority, tiebreak, n_tokens, stratum in walk:
-        targets.histogram(order_key(priority, tiebreak), position.astype(np.uint64), stratum,
-                          n_tokens, found)
+        targets.histogram(priority, tiebreak, position, stratum, n_tokens, found)
     return targets.split(found)
+
+
+def inside_cut(cut: Cut, position: np.ndarray, priority: np.ndarray,
+               tiebreak: np.ndarray | None, stratum: np.ndarray) -> np.ndarray:
+    """Which documents lie in their stratum's prefix: by the priority key alone, except for
+    documents whose priority is the prefix's last one."""
+    high = priority_key(priority)
+    end = (cut.end_key >> np.uint64(32)).astype(np.uint32)[stratum]
+    collects = cut.collects[stratum]
+    inside = collects & (high < end)
+    tie = np.flatnonzero(collects & (high == end))
+    if len(tie):
+        key = order_key(priority[tie], None if tiebreak is None else tiebreak[tie])
+        end_key, s = cut.end_key[stratum[tie]], stratum[tie]
+        inside[tie] = (key < end_key) | ((key == end_key) & (
+            position[tie].astype(np.uint64) <= cut.end_position[s]))
+    return inside
 
 
 def collect(walk: KeyedWalk, cut: Cut | None) -> dict[str, np.ndarray]:
@@ -294,10 +341,7 @@ def collect(walk: KeyedWalk, cut: Cut | None) -> dict[str, np.ndarray]:
                                                      "n_tokens", "stratum")}
     for position, priority, tiebreak, n_tokens, stratum in walk:
         if cut is not None:
-            key = order_key(priority, tiebreak)
-            end = cut.end_key[stratum]
-            inside = cut.collects[stratum] & ((key < end) | (
-                (key == end) & (position.astype(np.uint64) <= cut.end_position[stratum])))
+            inside = np.flatnonzero(inside_cut(cut, position, priority, tiebreak, stratum))
             position, priority, n_tokens, stratum = (position[inside], priority[inside],
                                                       n_tokens[inside], stratum[inside])
             tiebreak = tiebreak[inside] if tiebreak is not None else None
