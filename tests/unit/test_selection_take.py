@@ -111,3 +111,16 @@ def test_order_keys_follow_priority_then_tiebreak_descending():
     assert np.argsort(keys, kind="stable").tolist() == walk.tolist()
     assert order_key(np.array([-0.0], np.float32), None) == order_key(
         np.array([0.0], np.float32), None)
+
+
+def test_the_memory_ceiling_sets_spilling_and_candidates():
+    from selectlab.selection.memory import plan_memory, resident_bytes
+
+    used_mb = resident_bytes() / 2**20
+    small = plan_memory(used_mb + 600, 1_000_000, 10_000)
+    assert not small.spill and small.take.solve_units > 1_000_000
+    large = plan_memory(used_mb + 600, 100_000_000, 1_000_000)
+    assert large.spill  # 16 bytes a document would take most of the ceiling
+    assert large.take.solve_units < small.take.solve_units
+    with pytest.raises(MemoryError, match="leaves no room"):
+        plan_memory(used_mb + 10, 1000, 10)

@@ -140,9 +140,11 @@ def stratum_results(selected: Selected) -> list[StratumOutcome]:
                     None if selected.exact_set else taken.eligible_tokens)
 
 
-def manifest_record(spec: SelectionSpec, selected: Selected, reference: np.ndarray) -> dict:
+def manifest_record(spec: SelectionSpec, selected: Selected, distinct: np.ndarray,
+                    shared: dict) -> dict:
+    """`distinct`: the selection's documents without repeats; `shared`: its overlap with the
+    uniform reference."""
     pool, chosen = selected.pool, selected.taken.chosen
-    distinct = sorted_unique(chosen)
     results = stratum_results(selected)
     selected_tokens = int(selected.taken.n_tokens.sum())
     params = spec.params
@@ -171,7 +173,7 @@ def manifest_record(spec: SelectionSpec, selected: Selected, reference: np.ndarr
         "order": ({"by": params["order_by"], "direction": params.get("order", "ascending")}
                   if params.get("order_by") else "shuffled"),
         "overlap_with_uniform": {"reference": f"uniform, seed {spec.seed}, same budget"}
-        | overlap(distinct, reference),
+        | shared,
     } | selected.info
 
 
@@ -199,12 +201,14 @@ def run_selection(spec: SelectionSpec, attributes_dir: str | Path, shards: list[
     pool, store = scan_pool(attributes_dir, shards, rows, limits.spill, limits.spill_dir)
     with store:
         selected = choose(spec, pool, store, upstream, rng, limits)
-        reference = uniform_reference(spec, pool, store, selected, limits)
+        distinct = sorted_unique(selected.taken.chosen)
+        shared = overlap(distinct, uniform_reference(spec, pool, store, selected, limits))
     ordered = training_order(selected.taken.chosen, spec.params, rng, pool)
     out_dir = Path(out_dir)
     write_selection(pool, ordered, out_dir / "selection.parquet", limits.rows_per_bucket,
                     limits.spill_dir)
-    manifest = manifest_record(spec, selected, reference)
+    del ordered
+    manifest = manifest_record(spec, selected, distinct, shared)
     write_json(out_dir / "manifest.json", manifest)
     return manifest, selected.taken
 

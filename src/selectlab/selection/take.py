@@ -350,7 +350,12 @@ def collect(walk: KeyedWalk, cut: Cut | None) -> dict[str, np.ndarray]:
                              ("stratum", stratum)):
             if values is not None:
                 parts[name].append(values)
-    return {name: np.concatenate(values) if values else None for name, values in parts.items()}
+    held = {}
+    for name in list(parts):  # one column at a time: the parts of only one are held twice
+        values = parts.pop(name)
+        held[name] = np.concatenate(values) if values else None
+        del values
+    return held
 
 
 def streaming_take(store: UnitStore, strata: str, quotas: np.ndarray, budget: int,
