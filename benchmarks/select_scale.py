@@ -16,8 +16,10 @@ Phases (run separately, each well under 10 minutes at 10^8 units; `all` runs the
   baseline  today's in-memory path at --baseline-units (10^7) in this process: the whole pool's
             arrays and scores in memory, percentile ranks computed per score, full sorts in
             `budgeted_take` (the core every select job ran before; reading and writing files
-            excluded, which favours the baseline); prints units/s per method and, when the
-            select phase's results are in --dir, the ratio streamed / in-memory units per second
+            excluded, which favours the baseline); prints units/s per method
+  report    per method: streamed and in-memory units/s (wall and CPU; the machine may be shared,
+            CPU seconds are the steadier measure), their ratios, peak RSS, and the CPU minutes
+            extrapolated to --target-units (6x10^8, SlimPajama in 1024-token sequences)
 
 Methods: uniform, topk (rating, ties broken by a random key), rating_sample (tau 2, z-scores and
 Gumbel keys), score_level, dsir, weighted_topk (4 rank columns), metarater_proxy (25 rank
@@ -25,7 +27,7 @@ columns), curriculum (the uniform selection ordered by a score). Budgets: 10% of
 tokens (the papers' 30B of 260-627B), a proxy's 0.4B of 627B for metarater_proxy. SemDeDup is
 not here: its cluster ranks stay in memory by design (see selection.semdedup).
 
-Usage: python benchmarks/select_scale.py --units 100000000 --phase write|rank|select|baseline
+Usage: python benchmarks/select_scale.py --units 100000000 --phase write|rank|select|baseline|report
        [--methods ...] [--dir /tmp/i15/select_scale] [--memory-mb 2000]
 """
 
@@ -253,32 +255,57 @@ def baseline_phase(root: Path, units: int, methods: list[str]) -> None:
         for j in range(EXTRA_COLUMNS):
             scores[f"extra{f}.r{j}"] = rng.random(units, dtype=np.float32)
     tokens = int(pool["n_tokens"].sum())
-    streamed_path = root / "select_results.json"
-    streamed = json.loads(streamed_path.read_text()) if streamed_path.exists() else {}
+    results_path = root / "baseline_results.json"
+    results = json.loads(results_path.read_text()) if results_path.exists() else {}
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; in-memory path "
           f"at {units:,} units", flush=True)
-    print(f"{'method':16s} {'in-memory s':>11s} {'cpu s':>6s} {'units/s':>12s}   "
-          f"streamed units/s (ratio)", flush=True)
     for name in methods:
         started, cpu = time.perf_counter(), time.process_time()
         fraction = PROXY_FRACTION if name == "metarater_proxy" else BUDGET_FRACTION
         baseline_step(name, pool, scores, int(tokens * fraction))
         seconds = time.perf_counter() - started
-        line = (f"{name:16s} {seconds:11.1f} {time.process_time() - cpu:6.1f} "
-                f"{units / seconds:12,.0f}")
-        if name in streamed:
-            rate = streamed[name]["units_per_second"]
-            line += f"   {rate:12,.0f} (x{rate / (units / seconds):.2f})"
-        print(line, flush=True)
+        results[name] = {"units": units, "seconds": seconds,
+                         "cpu_seconds": time.process_time() - cpu,
+                         "units_per_second": units / seconds}
+        print(f"{name:16s} {seconds:8.1f} s  {results[name]['cpu_seconds']:6.1f} cpu s  "
+              f"{units / seconds:12,.0f} units/s", flush=True)
+        results_path.write_text(json.dumps(results, indent=1))
+
+
+def report_phase(root: Path, units: int, memory_mb: float, target: float) -> None:
+    """Streamed vs in-memory per method, per wall and CPU second, and the time at `target`."""
+    streamed = json.loads((root / "select_results.json").read_text())
+    baseline_path = root / "baseline_results.json"
+    baseline = json.loads(baseline_path.read_text()) if baseline_path.exists() else {}
+    print(f"streamed at {units:,} units under {memory_mb:.0f} MB vs in-memory at 10^7; "
+          f"time at {target:.0e} units extrapolated linearly from the streamed CPU seconds")
+    print(f"{'method':16s} {'units/s':>11s} {'cpu units/s':>11s} {'RSS MB':>7s} "
+          f"{'in-mem u/s':>11s} {'cpu':>11s} {'ratio':>6s} {'cpu ratio':>9s} "
+          f"{'cpu min @target':>15s}")
+    for name, result in streamed.items():
+        cpu_rate = units / result["cpu_seconds"]
+        line = (f"{name:16s} {result['units_per_second']:11,.0f} {cpu_rate:11,.0f} "
+                f"{result['peak_rss_mb']:7.0f} ")
+        if name in baseline:
+            base = baseline[name]
+            base_cpu = base["units"] / base["cpu_seconds"]
+            line += (f"{base['units_per_second']:11,.0f} {base_cpu:11,.0f} "
+                     f"{result['units_per_second'] / base['units_per_second']:6.2f} "
+                     f"{cpu_rate / base_cpu:9.2f} ")
+        else:
+            line += f"{'':11s} {'':11s} {'':6s} {'':9s} "
+        print(line + f"{target / cpu_rate / 60:15.1f}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--phase", required=True,
-                        choices=["write", "rank", "select", "baseline", "all", "one"])
+                        choices=["write", "rank", "select", "baseline", "report", "all", "one"])
     parser.add_argument("--units", type=int, default=100_000_000)
     parser.add_argument("--baseline-units", type=int, default=10_000_000)
     parser.add_argument("--shards", type=int, default=100)
+    parser.add_argument("--target-units", type=float, default=6e8,
+                        help="report phase: extrapolate to this pool (SlimPajama in sequences)")
     parser.add_argument("--memory-mb", type=float, default=2000)
     parser.add_argument("--dir", type=Path, default=Path("/tmp/i15/select_scale"))
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
@@ -299,6 +326,8 @@ def main() -> None:
         select_phase(root, args.units, args.shards, args.memory_mb, args.methods)
     if args.phase in ("baseline", "all"):
         baseline_phase(root, args.baseline_units, args.methods)
+    if args.phase in ("report", "all"):
+        report_phase(root, args.units, args.memory_mb, args.target_units)
 
 
 if __name__ == "__main__":
