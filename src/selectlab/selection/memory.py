@@ -17,7 +17,7 @@ from selectlab.selection.take import Limits
 MB = 1 << 20
 STORE_BYTES = 16  # token count, stratum, source, priority, tiebreak per document (at most)
 SOLVE_BYTES = 112  # per candidate in the final take: its columns, sort keys and merge arrays
-OUTPUT_BYTES = 400  # per written row: ids and metadata as Arrow, the bucket's sort and copy
+OUTPUT_BYTES = 480  # per written row: ids and metadata as Arrow, the bucket's sort and copy
 CHUNK_BYTES = 96  # per document of the largest shard: columns read and derived in one pass
 RESERVE = 64 * MB  # Arrow's buffers and allocator slack
 
@@ -26,8 +26,17 @@ RESERVE = 64 * MB  # Arrow's buffers and allocator slack
 class SelectionLimits:
     spill: bool  # per-document columns on disk
     take: Limits
-    rows_per_bucket: int  # rows of the written selection held at once
+    rows_per_bucket: int  # rows of the written selection held at once, at most
     spill_dir: str | None = None
+    ceiling: int | None = None  # bytes the job's resident memory stays under
+    reserve: int = 0  # bytes kept free for one shard's arrays and allocator slack
+
+    def bucket_rows(self) -> int:
+        """Rows of the written selection to hold at once, from the room left when writing."""
+        if self.ceiling is None:
+            return self.rows_per_bucket
+        room = self.ceiling - resident_bytes() - self.reserve
+        return max(1, min(self.rows_per_bucket, room // OUTPUT_BYTES))
 
 
 def resident_bytes() -> int:
@@ -48,8 +57,8 @@ def unlimited(pool_size: int) -> SelectionLimits:
 def plan_memory(memory_mb: float, pool_size: int, largest_shard: int,
                 spill_dir: str | None = None) -> SelectionLimits:
     """Limits that keep the job's resident memory under `memory_mb`."""
-    used = resident_bytes()
-    available = int(memory_mb * MB) - used - RESERVE - CHUNK_BYTES * largest_shard
+    used, reserve = resident_bytes(), RESERVE + CHUNK_BYTES * largest_shard
+    available = int(memory_mb * MB) - used - reserve
     if available <= 16 * MB:
         raise MemoryError(f"selection.memory_mb = {memory_mb} leaves no room: the process "
                           f"already holds {used / MB:.0f} MB and a shard of {largest_shard:,} "
@@ -57,4 +66,5 @@ def plan_memory(memory_mb: float, pool_size: int, largest_shard: int,
     spill = pool_size * STORE_BYTES > available // 4
     working = available - (0 if spill else pool_size * STORE_BYTES)
     return SelectionLimits(spill, Limits(max(working // SOLVE_BYTES, 1)),
-                           max(working // OUTPUT_BYTES, 1), spill_dir)
+                           max(working // OUTPUT_BYTES, 1), spill_dir, int(memory_mb * MB),
+                           reserve)

@@ -18,13 +18,12 @@ is how the workflow wires a variant's inputs.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from selectlab.selection.columns import RandomStream
 from selectlab.selection.combine import intersection, mean_rating, metarater, weighted_topk
 from selectlab.selection.context import Choice, Keys, Method, MethodContext
 from selectlab.selection.gumbel import gumbel_from_uniform, tempered_logits
-from selectlab.selection.pool import pool_positions
+from selectlab.selection.pool import selection_positions
 from selectlab.selection.scores import ExactMoments, ScoreRef, z_normalised
 from selectlab.selection.semdedup import semdedup
 from selectlab.selection.store import sorted_unique
@@ -168,8 +167,7 @@ def curriculum(context: MethodContext) -> Choice:
     """Exactly another variant's documents (its `selection.parquet`, the upstream input)."""
     if context.upstream is None:
         raise ValueError("a curriculum variant needs the selection it reorders as upstream input")
-    base = pd.read_parquet(context.upstream, columns=["shard", "row"])
-    chosen = pool_positions(context.pool, base["shard"].tolist(), base["row"].to_numpy())
+    chosen = selection_positions(context.pool, context.upstream)
     context.info["documents_of"] = context.params["of"]
     return Choice(chosen=chosen)
 

@@ -183,6 +183,32 @@ def pool_positions(pool: Pool, shards: Sequence[str], rows: np.ndarray) -> np.nd
     return pool.offsets[shard_numbers] + rows
 
 
+def selection_positions(pool: Pool, path: str | Path) -> np.ndarray:
+    """Pool positions of a written selection's documents, in its order (shard names are read
+    dictionary-encoded: one Python string per shard, not per document)."""
+    table = pq.read_table(path, columns=["shard", "row"], read_dictionary=["shard"])
+    shards = table.column("shard").combine_chunks()
+    if shards.null_count:
+        raise ValueError(f"{path} has documents without a shard")
+    codes = np.asarray(shards.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    names = shards.dictionary.to_pylist()
+    rows = table.column("row").to_numpy()
+    if not len(names):
+        return np.zeros(0, np.int64)
+    return pool_positions(pool, names, np.zeros(len(names), np.int64))[codes] + \
+        check_rows(pool, names, codes, rows)
+
+
+def check_rows(pool: Pool, names: list[str], codes: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The rows, checked to lie inside their shards."""
+    number = {name: i for i, name in enumerate(pool.shards)}
+    sizes = np.array([pool.rows[number[name]] for name in names], dtype=np.int64)[codes]
+    rows = np.asarray(rows, dtype=np.int64)
+    if len(rows) and ((rows < 0) | (rows >= sizes)).any():
+        raise ValueError("a (shard, row) pair lies outside its shard")
+    return rows
+
+
 def shard_of(pool: Pool, positions: np.ndarray) -> np.ndarray:
     """Shard number of each pool position."""
     return np.searchsorted(pool.offsets, positions, side="right") - 1

@@ -140,10 +140,10 @@ def stratum_results(selected: Selected) -> list[StratumOutcome]:
                     None if selected.exact_set else taken.eligible_tokens)
 
 
-def manifest_record(spec: SelectionSpec, selected: Selected, distinct: np.ndarray,
+def manifest_record(spec: SelectionSpec, selected: Selected, distinct: int,
                     shared: dict) -> dict:
-    """`distinct`: the selection's documents without repeats; `shared`: its overlap with the
-    uniform reference."""
+    """`distinct`: how many documents the selection holds without repeats; `shared`: its
+    overlap with the uniform reference."""
     pool, chosen = selected.pool, selected.taken.chosen
     results = stratum_results(selected)
     selected_tokens = int(selected.taken.n_tokens.sum())
@@ -156,7 +156,7 @@ def manifest_record(spec: SelectionSpec, selected: Selected, distinct: np.ndarra
         "budget_tokens": spec.budget_tokens,
         "selected_tokens": selected_tokens,
         "selected_documents": int(len(chosen)),
-        "unique_documents": int(len(distinct)),
+        "unique_documents": int(distinct),
         "pool_tokens": int(selected.strata.pool_tokens.sum()),
         "pool_documents": len(pool),
         "budget_reached": selected_tokens >= spec.budget_tokens,
@@ -203,14 +203,18 @@ def run_selection(spec: SelectionSpec, attributes_dir: str | Path, shards: list[
         selected = choose(spec, pool, store, upstream, rng, limits)
         distinct = sorted_unique(selected.taken.chosen)
         shared = overlap(distinct, uniform_reference(spec, pool, store, selected, limits))
-    ordered = training_order(selected.taken.chosen, spec.params, rng, pool)
+    # Everything the manifest reports is counted before writing: writing then holds only the
+    # training order and one bucket of rows.
+    manifest = manifest_record(spec, selected, len(distinct), shared)
+    taken, chosen = selected.taken, selected.taken.chosen
+    del selected, distinct
+    taken.n_tokens = taken.stratum = None
+    ordered = training_order(chosen, spec.params, rng, pool)
     out_dir = Path(out_dir)
-    write_selection(pool, ordered, out_dir / "selection.parquet", limits.rows_per_bucket,
+    write_selection(pool, ordered, out_dir / "selection.parquet", limits.bucket_rows(),
                     limits.spill_dir)
-    del ordered
-    manifest = manifest_record(spec, selected, distinct, shared)
     write_json(out_dir / "manifest.json", manifest)
-    return manifest, selected.taken
+    return manifest, taken
 
 
 def select_variant(spec: SelectionSpec, attributes_dir: str | Path, shards: list[str],
