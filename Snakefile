@@ -3,6 +3,7 @@
 from snakemake.utils import min_version
 
 from selectlab.schema import validate_config
+from selectlab.selection import grids
 
 min_version("9.0")
 
@@ -14,8 +15,19 @@ if not workflow.overwrite_configfiles:
     configfile: "config/config.yaml"
 
 
-# Each schema file read once (Snakemake's validate re-reads a file per cross-file reference).
-validate_config(config, f"{workflow.basedir}/config/schema/config.schema.yaml")
+# Each schema file read once for both checks (Snakemake's validate re-reads a file per
+# cross-file reference); defaults fill in as with Snakemake's.
+SCHEMA_DIR = f"{workflow.basedir}/config/schema"
+validate_config(config, f"{SCHEMA_DIR}/config.schema.yaml")
+
+# Variant grids become plain variants here, once, so every rule and resolver sees only those;
+# the variants a grid produces are checked like written-out ones.
+validate_config(
+    grids.grid_variants(config["variants"]),
+    f"{SCHEMA_DIR}/variant_set.schema.yaml",
+    "a variant of a grid",
+)
+config["variants"] = grids.expand_variants(config["variants"])
 
 
 include: "rules/common.smk"

@@ -10,18 +10,24 @@ import pytest
 import yaml
 from snakemake.utils import validate as snakemake_validate
 
-from selectlab import config as cfg
-from selectlab.schema import ConfigError, validate_config
+from selectlab import config as cfg_loader
+from selectlab import resources as res
+from selectlab.schema import ConfigError, forget_schemas, validate_config
+from selectlab.selection import resolve as cfg
+from selectlab.selection.grids import grid_variants
+from selectlab.train import resolve as train
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = str(REPO / "config" / "schema" / "config.schema.yaml")
+VARIANT_SET = str(REPO / "config" / "schema" / "variant_set.schema.yaml")
 CONFIGS = {name: REPO / path for name, path in
            {"default": "config/config.yaml", "test": ".test/config.yaml",
             "paper": "config/paper.yaml"}.items()}
 
 
 def load(name: str) -> dict:
-    return yaml.safe_load(CONFIGS[name].read_text())
+    """A shipped config with its variant grids expanded, as the workflow sees it."""
+    return cfg_loader.load_config(CONFIGS[name])
 
 
 def validate(config: dict, schema: str) -> dict:
@@ -30,32 +36,42 @@ def validate(config: dict, schema: str) -> dict:
 
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_schema_files_are_read_once_and_fill_in_snakemakes_defaults(name, monkeypatch):
-    theirs, ours = load(name), load(name)
+    # What the Snakefile checks: the config as written, then the variants its grids expand into;
+    # job sizes then read their defaults from the same parsed files.
+    theirs, ours = (yaml.safe_load(CONFIGS[name].read_text()) for _ in range(2))
     snakemake_validate(theirs, SCHEMA)
+    their_grids = grid_variants(theirs["variants"])
+    snakemake_validate(their_grids, VARIANT_SET)
+    forget_schemas()
+    res._schema.cache_clear()
     reads = []
     read_text = Path.read_text
     monkeypatch.setattr(Path, "read_text",
                         lambda self, *args, **kw: reads.append(self.name)
                         or read_text(self, *args, **kw))
     validate(ours, SCHEMA)
+    our_grids = validate_config(grid_variants(ours["variants"]), VARIANT_SET)
+    assert res.rule_shape(ours, "select")["runtime"] == 120
+    assert res.schema_default("raters.schema.yaml", "$defs", "resources")
     assert ours == theirs and ours["selection"]["memory_mb"] == 8000
+    assert our_grids == their_grids
     assert sorted(reads) == sorted(p.name for p in Path(SCHEMA).parent.glob("*.schema.yaml"))
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_shipped_configs_validate_and_every_variant_resolves(name):
+    validate(yaml.safe_load(CONFIGS[name].read_text()), SCHEMA)
     config = load(name)
-    validate(config, SCHEMA)
     proxies = [name for search in cfg.metarater_searches(config)
                for name in cfg.proxy_names(config, search)[:3]]
     names = list(config["variants"]) + proxies
     for variant in names:
         selection = cfg.resolve_selection(config, variant)
         assert selection["budget_tokens"] > 0
-        cfg.resolve_pretrain(config, variant)
+        train.resolve_pretrain(config, variant)
         cfg.selection_raters(config, variant)
         cfg.selection_ranks(config, variant)
-        for parent in [cfg.init_variant(config, variant)]:
+        for parent in [train.init_variant(config, variant)]:
             assert parent is None or parent in config["variants"]
     for search, proxies in cfg.metarater_fits(config):
         assert cfg.resolve_metarater_fit(config, search, proxies)["proxies_used"] == proxies

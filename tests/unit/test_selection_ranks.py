@@ -8,9 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from selectlab import layout
 from selectlab.selection.columns import RankColumns
 from selectlab.selection.pool import Pool
-from selectlab.selection.ranks import rank_family, ranked_columns
+from selectlab.selection.ranks import SUMMARY, rank_dir, rank_family, ranked_columns
 from selectlab.selection.scores import ScoreRef, percentile_ranks
 
 SHARDS = ["s0", "s1", "s2"]
@@ -76,3 +77,11 @@ def test_ranks_of_another_pool_or_column_are_refused(scored):
 
 def test_ranked_columns_by_family_without_orientation():
     assert ranked_columns(["a.x", "-a.x", "b.y", "a.w"]) == {"a": ["w", "x"], "b": ["y"]}
+
+
+def test_rank_sidecars_lie_where_the_layout_puts_them():
+    root = layout.run_dir("x")
+    directory = rank_dir(layout.attributes_dir(root), "dsir")
+    assert str(directory) == layout.rank_dir(root, "dsir")
+    assert str(directory / "s0.parquet") == layout.rank_sidecar(root, "dsir", "s0")
+    assert str(directory / SUMMARY) == layout.rank_summary(root, "dsir")
