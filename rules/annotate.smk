@@ -48,7 +48,7 @@ if DSIR_FAMILIES:
         input:
             meta=dsir_raw_meta,
             raw=dsir_raw_files,
-            heldout=dsir_heldout,
+            target_split=dsir_target_split,
             targets=lambda w: annotate_cfg.dsir_target_files(config, w.family),
         output:
             model=f"{RUN}/raters/{{family}}/model.npz",
@@ -65,12 +65,12 @@ if DSIR_FAMILIES:
         params:
             cfg=lambda w: json_param(annotate_cfg.resolve_fit_dsir(config, w.family)),
             shard_files=lambda w: json_param(dsir_shard_files(w.family)),
-            heldout=lambda w, input: (
-                f"--heldout {input.heldout}" if input.heldout else ""
+            target_split=lambda w, input: (
+                f"--target-split {input.target_split}" if input.target_split else ""
             ),
         shell:
             "selectlab annotate fit-dsir --params {params.cfg:q} --meta {input.meta}"
-            " --shard-files {params.shard_files:q} {params.heldout}"
+            " --shard-files {params.shard_files:q} {params.target_split}"
             " --out-model {output.model} --out-card {output.card} > {log} 2>&1"
 
 

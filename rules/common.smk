@@ -243,10 +243,8 @@ def dsir_raw_files(wildcards):
     ]
 
 
-def dsir_heldout(wildcards):
-    if annotate_cfg.dsir_uses_heldout(config, wildcards.family):
-        return [f"{RUN}/corpus/heldout/validation.jsonl.zst"]
-    return []
+def dsir_target_split(wildcards):
+    return annotate_cfg.dsir_target_split(config, RUN, wildcards.family)
 
 
 # Selection stage (rules/select.smk, rules/metarater.smk).

@@ -7,6 +7,7 @@ if config["corpus"]["mode"] == "embedded":
         output:
             shards=expand(f"{RUN}/corpus/raw/{{shard}}.jsonl.zst", shard=SHARDS),
             heldout=expand(f"{RUN}/corpus/heldout/{{split}}.jsonl.zst", split=SPLITS),
+            dsir_target=f"{RUN}/corpus/dsir_target.jsonl.zst",
             ground_truth=f"{RUN}/corpus/ground_truth.parquet",
             stats=f"{RUN}/corpus/build_stats.json",
         log:

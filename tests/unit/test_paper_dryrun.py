@@ -43,11 +43,13 @@ def paper_config(tmp: Path) -> dict:
     for split in ("train", "validation", "test"):
         slimpajama[f"{split}_dir"] = str(tmp / "slimpajama" / split)
     slimpajama["group_size"] = GROUP_SIZE
-    # DSIR's file targets are globbed while planning, so the math target must exist.
-    math = tmp / "automathtext" / "part-0.jsonl.zst"
-    math.parent.mkdir()
-    math.touch()
-    config["annotate"]["families"]["dsir"]["targets"]["math"] = str(math.parent / "*.jsonl.zst")
+    # DSIR's file targets (the papers' target sets) are globbed while planning, so they must
+    # exist.
+    for target in ("wikipedia", "book", "math"):
+        part = tmp / "dsir_targets" / target / "part-0.jsonl"
+        part.parent.mkdir(parents=True)
+        part.touch()
+        config["annotate"]["families"]["dsir"]["targets"][target] = str(part.parent / "*.jsonl")
     return config
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from selectlab.annotate.dsir_sources import is_heldout, sample_shards, target_files
+from selectlab.annotate.dsir_sources import is_pool_split, sample_shards, target_files
 from selectlab.annotate.refppl import SMOLLM2_GGUF
 from selectlab.annotate.registry import REFERENCE_LM_DIR, family_kind
 
@@ -80,6 +80,9 @@ def dsir_seed(config: dict, name: str) -> int:
 def resolve_fit_dsir(config: dict, name: str) -> dict:
     """What `selectlab annotate fit-dsir` needs for one DSIR family."""
     family = family_config(config, name)
+    if dsir_uses_pool_split(config, name) and config["corpus"]["mode"] != "embedded":
+        raise ValueError(f"annotate.families.{name}: pool: targets read the embedded corpus's "
+                         "DSIR target split; with SlimPajama name the target sets' files")
     return {"targets": family["targets"], "buckets": family["buckets"],
             "raw_sample_docs": family["raw_sample_docs"], "seed": dsir_seed(config, name),
             "max_doc_chars": config["corpus"]["reader"]["max_doc_chars"]}
@@ -90,8 +93,17 @@ def dsir_raw_shards(config: dict, name: str, shards: Sequence[str]) -> list[str]
     return sample_shards(shards, family.get("raw_sample_shards"), dsir_seed(config, name))
 
 
-def dsir_uses_heldout(config: dict, name: str) -> bool:
-    return any(is_heldout(spec) for spec in family_config(config, name)["targets"].values())
+def dsir_uses_pool_split(config: dict, name: str) -> bool:
+    return any(is_pool_split(spec) for spec in family_config(config, name)["targets"].values())
+
+
+def dsir_target_split(config: dict, run_dir: str, name: str) -> list[str]:
+    """The corpus's DSIR target split, when a target reads it ([] otherwise)."""
+    from selectlab.corpus.build import DSIR_TARGET_FILE
+
+    if dsir_uses_pool_split(config, name):
+        return [f"{run_dir}/corpus/{DSIR_TARGET_FILE}"]
+    return []
 
 
 def dsir_target_files(config: dict, name: str) -> list[str]:
