@@ -132,7 +132,8 @@ def test_metarater_proxies_are_planned_per_search(plan):
 
 def test_gpu_work_asks_for_gpus_and_cpu_work_does_not(plan):
     families = plan.config["annotate"]["families"]
-    trained_raters = {"qurater", "dataman", "prrc"}  # FineWeb-Edu, WanjuanCC: wrapped public
+    # FineWeb-Edu, WanjuanCC: wrapped public; DataMan's three versions (appendix B.2) each train
+    trained_raters = {"qurater", "dataman", "dataman_score", "dataman_domain", "prrc"}
     seen = Counter()
     for job in plan.jobs:
         if job.rule in GPU_RULES:
@@ -145,7 +146,7 @@ def test_gpu_work_asks_for_gpus_and_cpu_work_does_not(plan):
             gpu = False
         assert asks_for_gpus(job) == gpu, (job.rule, job.wildcards, job.resources)
         seen[job.rule, gpu] += 1
-    assert seen["judge", True] == 3 and seen["train_rater", True] == 3
+    assert seen["judge", True] == 3 and seen["train_rater", True] == 5
     assert seen["annotate", True] == 7 * 3 and seen["annotate", False] == 2 * 3
     for rule in ("tokenize_shard", "select", "pack", "tables", "figures", "prepare_heldout"):
         assert seen[rule, False] > 0, rule
@@ -178,7 +179,7 @@ def test_paper_figures_names_every_paper_table_and_figure(plan):
     names = {Path(path).name for path in job.inputs}
     assert {"main.md", "perplexity_by_source.md", "icl_by_task.md", "selection_overlap.md",
             "rater_qurater.md", "rater_dataman.md", "rater_dataman_confusion.md",
-            "rater_prrc.md", "rater_classifiers.md", "annotation_throughput.md",
+            "rater_dataman_throughput.md", "rater_prrc.md", "rater_classifiers.md", "annotation_throughput.md",
             "analysis_dataman_corpus.md", "analysis_dataman_domain_means.md",
             "analysis_dataman_vs_nll_spearman.md"} <= names
     assert {"ppl_vs_icl.png", "loss_curves.png", "selection_overlap.png", "metarater_fit.png",
