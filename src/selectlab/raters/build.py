@@ -62,7 +62,6 @@ def train_settings(params: dict) -> TrainSettings:
     return TrainSettings(epochs=params["epochs"], lr=params["lr"],
                          weight_decay=params["weight_decay"], batch_size=params["batch_size"],
                          forward_batch_size=params["forward_batch_size"],
-                         validation_fraction=params["validation_fraction"],
                          patience=params["patience"], seed=params["seed"],
                          autocast_dtype=params["dtype"])
 

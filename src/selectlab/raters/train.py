@@ -62,7 +62,6 @@ class TrainSettings:
     weight_decay: float = 0.0
     batch_size: int = 64  # training examples per step
     forward_batch_size: int = 64  # chunks per backbone forward pass
-    validation_fraction: float = 0.1
     patience: int = 20
     seed: int = 0
     autocast_dtype: str = "float32"  # full fine-tuning only
