@@ -179,7 +179,8 @@ def test_paper_figures_names_every_paper_table_and_figure(plan):
     names = {Path(path).name for path in job.inputs}
     assert {"main.md", "perplexity_by_source.md", "icl_by_task.md", "selection_overlap.md",
             "rater_qurater.md", "rater_dataman.md", "rater_dataman_confusion.md",
-            "rater_dataman_throughput.md", "rater_prrc.md", "rater_classifiers.md", "annotation_throughput.md",
+            "rater_dataman_throughput.md", "rater_prrc.md", "rater_classifiers.md",
+            "annotation_throughput.md",
             "analysis_dataman_corpus.md", "analysis_dataman_domain_means.md",
             "analysis_dataman_vs_nll_spearman.md"} <= names
     assert {"ppl_vs_icl.png", "loss_curves.png", "selection_overlap.png", "metarater_fit.png",
