@@ -50,7 +50,8 @@ def test_a_local_reference_model_needs_no_conversion_and_may_use_a_gpu(config):
                                                   "resources": {"gpu": 1, "mem_mb": 64000}}
     assert not resolve.needs_reference_lm(changed)
     assert resolve.fitted_inputs(changed, RUN, "refppl") == []
-    assert resolve.resources(changed, "refppl") == {"gpu": 1, "mem_mb": 64000, "runtime": 240}
+    assert resolve.resources(changed, "refppl") == {"gpu": 1, "cpus": 2, "mem_mb": 64000,
+                                                    "runtime": 240, "nodes": 1}
     annotator = build_annotator(resolve.resolve_family(changed, "refppl"), [], gpus=1)
     assert annotator.model_dir == "/models/llama-2-7b" and annotator.gpus == 1
 
@@ -59,7 +60,8 @@ def test_fit_dsir_settings_and_raw_shards(config):
     fit = resolve.resolve_fit_dsir(config, "dsir")
     assert fit["buckets"] == 10_000 and fit["seed"] == config["seed"]
     assert resolve.dsir_uses_pool_split(config, "dsir")
-    assert resolve.dsir_target_split(config, RUN, "dsir") == [f"{RUN}/corpus/dsir_target.jsonl.zst"]
+    assert resolve.dsir_target_split_inputs(config, RUN, "dsir") == [
+        f"{RUN}/corpus/dsir_target.jsonl.zst"]
     assert resolve.dsir_target_files(config, "dsir") == []
     shards = [f"shard_{i:05d}" for i in range(8)]
     assert resolve.dsir_raw_shards(config, "dsir", shards) == shards
@@ -117,16 +119,17 @@ def test_dsir_never_fits_on_the_evaluation_splits(config):
     tests/unit/test_corpus_build.py), never a held-out file; the full-scale config names the
     papers' target sets and no split at all."""
     assert config["corpus"]["embedded"]["dsir_target_docs_per_source"]
-    assert not any("heldout" in path for path in resolve.dsir_target_split(config, RUN, "dsir"))
+    assert not any("heldout" in path
+                   for path in resolve.dsir_target_split_inputs(config, RUN, "dsir"))
     paper = load_config(REPO / "config" / "paper.yaml")
     assert not resolve.dsir_uses_pool_split(paper, "dsir")
-    assert resolve.dsir_target_split(paper, RUN, "dsir") == []
+    assert resolve.dsir_target_split_inputs(paper, RUN, "dsir") == []
     assert not any(spec.startswith(("heldout:", "pool:"))
                    for spec in paper["annotate"]["families"]["dsir"]["targets"].values())
     swapped = copy.deepcopy(config)
     swapped["annotate"]["families"]["dsir"]["targets"]["wikipedia"] = "heldout:RedPajamaWikipedia"
     with pytest.raises(ValueError, match="held-out splits"):
-        resolve.dsir_target_split(swapped, RUN, "dsir")
+        resolve.dsir_target_split_inputs(swapped, RUN, "dsir")
     on_slimpajama = copy.deepcopy(config)
     on_slimpajama["corpus"]["mode"] = "slimpajama"
     with pytest.raises(ValueError, match="pool: targets read the embedded corpus"):

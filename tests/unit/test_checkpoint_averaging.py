@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 import torch
-import yaml
 
-from selectlab import config as cfg
+from selectlab.config import load_config
+from selectlab.selection import resolve as selection
+from selectlab.train import resolve as train
 from selectlab.train.averaging import checkpoints_to_keep, mean_weights, merged_steps
 
 REPO = Path(__file__).resolve().parents[2]
@@ -56,22 +57,22 @@ def test_mean_weights_rejects_checkpoints_that_do_not_line_up():
 
 @pytest.mark.parametrize("config_path", ["config/paper.yaml", "config/config.yaml"])
 def test_only_dataman_families_average_checkpoints(config_path):
-    config = yaml.safe_load((REPO / config_path).read_text())
+    config = load_config(REPO / config_path)
     families = set()
     for name, variant in config["variants"].items():
-        settings = cfg.resolve_pretrain(config, name)["settings"]
+        settings = train.resolve_pretrain(config, name)["settings"]
         expected = 3 if variant["family"] in DATAMAN_FAMILIES else 1
         assert settings["average_last"] == expected, name
         families.add(variant["family"])
     assert {"dataman", "dataman_level"} <= families
-    for search in cfg.metarater_searches(config):
-        proxy = cfg.proxy_names(config, search)[0]
-        assert cfg.resolve_pretrain(config, proxy)["settings"]["average_last"] == 1
+    for search in selection.metarater_searches(config):
+        proxy = selection.proxy_names(config, search)[0]
+        assert train.resolve_pretrain(config, proxy)["settings"]["average_last"] == 1
 
 
 def test_a_variants_own_setting_wins_over_its_familys():
-    config = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    config = load_config(REPO / "config" / "paper.yaml")
     config["variants"]["dataman_accuracy"]["pretrain"] = {"average_last": 5}
-    assert cfg.resolve_pretrain(config, "dataman_accuracy")["settings"]["average_last"] == 5
+    assert train.resolve_pretrain(config, "dataman_accuracy")["settings"]["average_last"] == 5
     config["pretrain_by_family"]["qurating"] = {"average_last": 2}
-    assert cfg.resolve_pretrain(config, "writing_style_t2")["settings"]["average_last"] == 2
+    assert train.resolve_pretrain(config, "writing_style_t2")["settings"]["average_last"] == 2

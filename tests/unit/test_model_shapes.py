@@ -7,9 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
-from selectlab import config as cfg
+from selectlab.config import load_config
+from selectlab.selection import resolve as selection
+from selectlab.train import resolve as train
 from selectlab.train.model import ModelPreset, llama_config, parameter_count
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,7 +27,7 @@ SHAPES = {"proxy_18m": (256, 2, 4, 4), "proxy_46m": (512, 4, 8, 8), "llama_178m"
 
 
 def paper_presets() -> dict[str, ModelPreset]:
-    config = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    config = load_config(REPO / "config" / "paper.yaml")
     return {name: ModelPreset.from_dict(p) for name, p in config["models"]["presets"].items()}
 
 
@@ -67,36 +68,36 @@ def test_parameter_count_is_what_transformers_builds(preset):
 
 
 def test_metarater_rows_train_with_metarater_settings_and_proxies_on_half_a_billion_tokens():
-    config = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    config = load_config(REPO / "config" / "paper.yaml")
     metarater_families = {"metarater_baseline", "metarater", "metarater_combination",
                           "metarater_proxies", "metarater_ablation", "scale"}
     rows = [n for n, v in config["variants"].items() if v["family"] in metarater_families]
-    proxies = [name for search in cfg.metarater_searches(config)
-               for name in cfg.proxy_names(config, search)[:2]]
+    proxies = [name for search in selection.metarater_searches(config)
+               for name in selection.proxy_names(config, search)[:2]]
     assert len(rows) > 20
     for name in rows + proxies:
-        settings = cfg.resolve_pretrain(config, name)["settings"]
+        settings = train.resolve_pretrain(config, name)["settings"]
         # Appendix D: a global batch of 4,194,304 tokens, learning rate 5e-5, Adam (0.9, 0.95)
         assert settings["global_batch_sequences"] * settings["seq_len"] == 4_194_304, name
         assert settings["lr"] == 5.0e-5, name
         assert (settings["beta1"], settings["beta2"]) == (0.9, 0.95)
     for name in proxies:
-        assert cfg.resolve_selection(config, name)["budget_tokens"] == 500_000_000  # Table 11
+        assert selection.resolve_selection(config, name)["budget_tokens"] == 500_000_000  # Table 11
     # Table 11's consumed tokens of the scale rows (Tables 3 and 14)
     tokens = {"llama_178m": 3e9, "llama_407m": 6e9, "llama_3b3": 100e9, "llama_7b2": 150e9}
     scale = [n for n in rows if config["variants"][n]["family"] == "scale"]
     assert len(scale) == 8
     for name in scale:
-        budget = cfg.resolve_selection(config, name)["budget_tokens"]
-        assert budget == tokens[cfg.preset_name(config, name)], name
+        budget = selection.resolve_selection(config, name)["budget_tokens"]
+        assert budget == tokens[train.preset_name(config, name)], name
 
 
 def test_qurating_and_dataman_rows_keep_their_own_batch_and_learning_rate():
-    config = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    config = load_config(REPO / "config" / "paper.yaml")
     for name, variant in config["variants"].items():
         if variant["family"] in ("qurating", "dataman", "dataman_level", "baseline"):
-            settings = cfg.resolve_pretrain(config, name)["settings"]
+            settings = train.resolve_pretrain(config, name)["settings"]
             # QuRating section 5.1 / DataMan Appendix C: 2,048 sequences, 5e-4 cosine to 5e-5
             assert settings["global_batch_sequences"] == 2048 and settings["lr"] == 5.0e-4
             assert settings["lr"] * settings["min_lr_ratio"] == pytest.approx(5.0e-5)
-            assert cfg.preset_name(config, name) == "llama_1b3"
+            assert train.preset_name(config, name) == "llama_1b3"

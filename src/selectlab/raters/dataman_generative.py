@@ -236,8 +236,9 @@ def train_generative(labels_path: str | Path, params: dict, out_dir: str | Path,
     validation set chose the hyperparameters, so no validation share is kept here."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from selectlab.devices import select_device
     from selectlab.raters.build import split_documents
-    from selectlab.raters.io import metrics_record, select_device
+    from selectlab.raters.io import metrics_record
     from selectlab.raters.throughput import measured, throughput_record
 
     version = params["version"]

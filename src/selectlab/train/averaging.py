@@ -4,9 +4,9 @@ DataMan (Appendix C, training details) saves "a checkpoint every 1,000 steps and
 last three using mergekit": a linear merge with equal weights, i.e. the element-wise mean of
 the three checkpoints' parameters. QuRating and Meta-rater report no merge: their model is the
 final weights. The setting is `average_last` of the training settings, resolved per variant
-family (`pretrain_by_family`, selectlab.config.resolve_pretrain): 1 = the final weights, n > 1 =
-the mean of the last n *regular* checkpoints, those at multiples of `checkpoint_every`. A run
-whose length is not a multiple of `checkpoint_every` (30B tokens in batches of 2,048 x 1,024
+family (`pretrain_by_family`, selectlab.train.resolve.resolve_pretrain): 1 = the final weights,
+n > 1 = the mean of the last n *regular* checkpoints, those at multiples of `checkpoint_every`.
+A run whose length is not a multiple of `checkpoint_every` (30B tokens in batches of 2,048 x 1,024
 tokens is 14,305 steps) merges 12,000, 13,000 and 14,000: the steps after the last regular
 checkpoint are not in the merge, as in the paper's recipe.
 
