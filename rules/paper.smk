@@ -2,9 +2,13 @@
 # regenerates (docs/paper_figures.md maps each to the papers' numbering). Names come from the
 # rules that write them, under the same conditions, so only outputs the config produces appear.
 PAPER_TABLES = (
-    TABLE_NAMES + RATER_TABLES + ["annotation_throughput"] + ANALYSIS.tables()
+    TABLE_NAMES
+    + WINRATE_TABLES
+    + RATER_TABLES
+    + ["annotation_throughput"]
+    + ANALYSIS.tables()
 )
-PAPER_FIGURES = FIGURE_NAMES + ANALYSIS.figures()
+PAPER_FIGURES = FIGURE_NAMES + WINRATE_FIGURES + ANALYSIS.figures()
 
 
 rule paper_figures:

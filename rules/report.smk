@@ -11,7 +11,11 @@ METARATER_FIGURES = [
 FIGURE_NAMES = ["ppl_vs_icl", "loss_curves", "selection_overlap"] + (
     METARATER_FIGURES if METARATER_FITS else []
 )
-CAPTION = {"main": "main_table", "selection_overlap": "selection_overlap_table"}
+CAPTION = {
+    "main": "main_table",
+    "selection_overlap": "selection_overlap_table",
+    "winrate": "winrate_table",
+}
 ENVIRONMENTS = ["cpu", "train"]
 
 
@@ -78,9 +82,10 @@ rule figures:
         " --metarater {params.metarater:q} --out-dir {params.out_dir} > {log} 2>&1"
 
 
-# The analysis outputs (rules/analysis.smk) follow the results in the report.
-REPORT_TABLES = TABLE_NAMES + ANALYSIS.tables()
-REPORT_FIGURES = FIGURE_NAMES + ANALYSIS.figures()
+# The win rates (rules/instruct.smk) and the analysis outputs (rules/analysis.smk) follow the
+# results in the report.
+REPORT_TABLES = TABLE_NAMES + WINRATE_TABLES + ANALYSIS.tables()
+REPORT_FIGURES = FIGURE_NAMES + WINRATE_FIGURES + ANALYSIS.figures()
 
 
 rule html_report:
@@ -134,7 +139,8 @@ rule provenance:
     container:
         CONTAINERS["cpu"]
     params:
-        cfg=json_param(config),
+        # A function, so braces in config values (the chat template) are not read as wildcards.
+        cfg=lambda w: json_param(config),
     shell:
         "selectlab report provenance --params {params.cfg:q} --reports {input}"
         " --out {output} > {log} 2>&1"
@@ -157,6 +163,9 @@ rule archive:
         expand(f"{RUN}/models/{{variant}}/train_log.csv", variant=VARIANTS),
         [cfg.metarater_weights_path(RUN, s, n) for s, n in cfg.metarater_fits(config)],
         analysis_targets(),
+        expand(f"{RUN}/tables/{{name}}.{{ext}}", name=WINRATE_TABLES, ext=["csv", "md"]),
+        expand(f"{RUN}/figures/{{name}}.png", name=WINRATE_FIGURES),
+        instruct_archive_files(),
     output:
         f"{RUN}/archive/selectlab-{config['run']}.tar.gz",
     log:

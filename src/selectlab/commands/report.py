@@ -98,8 +98,10 @@ def html(args) -> dict:
                 "metarater_fit": "Meta-rater: predicted vs actual proxy loss",
                 "metarater_weights": "Meta-rater: learned weights",
                 "metarater_proxies": "Meta-rater: downstream score vs number of proxies",
-                "metarater_pca": "Meta-rater: proxy weights and loss landscape"}
-    caption_name = {"main": "main_table", "selection_overlap": "selection_overlap_table"}
+                "metarater_pca": "Meta-rater: proxy weights and loss landscape",
+                "winrate": "Instruction following: win rates after fine-tuning"}
+    caption_name = {"main": "main_table", "selection_overlap": "selection_overlap_table",
+                    "winrate": "winrate_table"}
 
     def title(name: str) -> str:
         # The analysis outputs (selectlab.analysis) name their own headings and captions.
