@@ -105,7 +105,8 @@ if INSTRUCT:
             ),
         shell:
             "selectlab instruct sft --model {input.model} --train {input.train}"
-            " --params {params.cfg:q} --gpus {resources.gpu} --out-dir {output.model}"
+            " --params {params.cfg:q} --gpus {resources.gpu} --threads {threads}"
+            " --out-dir {output.model}"
             " --checkpoint-dir {params.checkpoints} --log-csv {output.sft_log} > {log} 2>&1"
 
     rule generate:
@@ -129,7 +130,7 @@ if INSTRUCT:
         shell:
             "selectlab instruct generate --model {input.model} --eval {input.eval}"
             " --variant {wildcards.variant} --params {params.cfg:q} --gpus {resources.gpu}"
-            " --out {output} > {log} 2>&1"
+            " --threads {threads} --out {output} > {log} 2>&1"
 
     rule judge_answers:
         input:

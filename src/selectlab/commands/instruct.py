@@ -26,12 +26,21 @@ def data(args) -> dict:
     return {"train": len(train), "eval": len(evaluation), "sources": record["sources"]}
 
 
+def use_threads(threads: int) -> None:
+    """Keep torch to the job's CPUs, so concurrent jobs do not fight over cores."""
+    import torch
+
+    if threads > 0:
+        torch.set_num_threads(threads)
+
+
 def sft(args) -> dict:
     from selectlab.devices import select_device, visible_devices
     from selectlab.instruct.sft import SFTSettings, finetune
     from selectlab.instruct.template import ChatTemplate
 
     print(visible_devices(), flush=True)
+    use_threads(args.threads)
     card = finetune(args.model, args.train, ChatTemplate(**args.params["template"]),
                     SFTSettings.from_dict(args.params["settings"]), args.out_dir,
                     args.checkpoint_dir, args.log_csv, device=select_device(args.gpus))
@@ -56,6 +65,7 @@ def generate(args) -> dict:
     if p["backend"] == "vllm":
         answers = g.generate_vllm(args.model, prompts, settings, gpus=args.gpus, **p["engine"])
     elif p["backend"] == "transformers":
+        use_threads(args.threads)
         answers = g.generate_transformers(args.model, prompts, settings,
                                           device=select_device(args.gpus))
     else:
@@ -145,6 +155,7 @@ def register(stages) -> None:
     p.add_argument("--train", required=True)
     p.add_argument("--params", type=json_arg, required=True)
     p.add_argument("--gpus", type=int, default=0)
+    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's choice)")
     p.add_argument("--out-dir", required=True)
     p.add_argument("--checkpoint-dir", required=True)
     p.add_argument("--log-csv", required=True)
@@ -154,6 +165,7 @@ def register(stages) -> None:
     p.add_argument("--variant", required=True, help="the name the answers are recorded under")
     p.add_argument("--params", type=json_arg, required=True)
     p.add_argument("--gpus", type=int, default=0)
+    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's choice)")
     p.add_argument("--out", required=True)
     p = add_action(actions, "judge", judge, "judge variants' answers against a reference's")
     p.add_argument("--eval", required=True)
