@@ -308,3 +308,52 @@ def analysis_targets():
     return expand(f"{RUN}/figures/{{name}}.png", name=ANALYSIS.figures()) + expand(
         f"{RUN}/tables/{{name}}.{{ext}}", name=ANALYSIS.tables(), ext=["csv", "md"]
     )
+
+
+# Instruction following (rules/instruct.smk).
+from selectlab.instruct import resolve as instruct_cfg
+
+INSTRUCT = instruct_cfg.configured(config)
+INSTRUCT_VARIANTS = instruct_cfg.fine_tuned_variants(config) if INSTRUCT else []
+INSTRUCT_COMPARISONS = list(instruct_cfg.comparisons(config)) if INSTRUCT else []
+INSTRUCT_DATA = f"{RUN}/{instruct_cfg.DATA_DIR}"
+INSTRUCT_ANSWERS = f"{RUN}/{instruct_cfg.ANSWERS}"
+INSTRUCT_JUDGMENTS = f"{RUN}/{instruct_cfg.JUDGMENTS}"
+WINRATE_TABLES = [instruct_cfg.TABLE] if INSTRUCT else []
+WINRATE_FIGURES = [instruct_cfg.FIGURE] if INSTRUCT else []
+
+
+def instruct_resource(stage, key):
+    return instruct_cfg.resources(config, stage)[key]
+
+
+def instruct_gpu_model(stage):
+    """The GPU model a GPU job asks for; nothing for a CPU job."""
+    if not instruct_resource(stage, "gpu"):
+        return None
+    return instruct_cfg.resources(config, stage).get("gpu_model")
+
+
+def instruct_corpus_files():
+    """The corpus the offline instruction set must stay off: training shards and held-out."""
+    if config["instruct"]["data"]["kind"] != "embedded":
+        return []
+    shards = [path for shard in SHARDS for path in SHARD_FILES[shard]]
+    return shards + expand(f"{RUN}/corpus/heldout/{{split}}.jsonl.zst", split=SPLITS)
+
+
+def comparison_answers(wildcards):
+    spec = instruct_cfg.comparisons(config)[wildcards.comparison]
+    return expand(INSTRUCT_ANSWERS, variant=[spec["reference"], *spec["variants"]])
+
+
+def instruct_archive_files():
+    """What a reader of the win rates needs: the split, the judgments and the SFT logs."""
+    if not INSTRUCT:
+        return []
+    return (
+        [f"{INSTRUCT_DATA}/split.json"]
+        + expand(INSTRUCT_JUDGMENTS, comparison=INSTRUCT_COMPARISONS)
+        + expand(f"{RUN}/{instruct_cfg.JUDGE_SUMMARY}", comparison=INSTRUCT_COMPARISONS)
+        + expand(f"{RUN}/{instruct_cfg.SFT_LOG}", variant=INSTRUCT_VARIANTS)
+    )
