@@ -21,8 +21,9 @@ if INSTRUCT:
         container:
             CONTAINERS["cpu"]
         threads: 1
+        # A full ShareGPT dump (~700 MB of JSON) takes several GB once parsed.
         resources:
-            mem_mb=8000,
+            mem_mb=16000,
             runtime=60,
         params:
             # A lambda: the template's "{instruction}" is no wildcard.
