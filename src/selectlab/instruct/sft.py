@@ -1,7 +1,7 @@
 """Supervised fine-tuning of a pretrained variant on the instruction pairs.
 
-Every variant gets the same fine-tuning, as both papers require ("under the same supervised
-fine-tuning conditions", DataMan section 5.2): the same pairs, template, settings and order. The
+Every variant gets the same fine-tuning, as both papers compare them (DataMan section 5.2 and
+Figure 2: identical SFT for every model): the same pairs, template, settings and order. The
 pairs are shuffled once per epoch with the settings' seed and cut into global batches of
 `batch_sequences` examples (a short last batch is dropped), accumulated over micro-batches.
 The loss is the mean cross-entropy over the response tokens of the whole global batch (prompt
