@@ -35,12 +35,15 @@ def plot_winrate(table: pd.DataFrame, out_path: Path, notes: Sequence[str] = ())
             axes.barh(positions, rate, color="tab:blue", height=0.6, zorder=3)
             axes.errorbar(rate, positions, xerr=np.nan_to_num(errors), fmt="none",
                           ecolor="black", capsize=3, linewidth=0.8, zorder=4)
-            for y, value in zip(positions, rate, strict=True):
-                if np.isfinite(value):
-                    axes.text(value + 1, y, f"{value:.1f}", va="center", fontsize=7, zorder=5)
+            high = rows["ci_high"].to_numpy(dtype=float)
+            for y, value, right in zip(positions, rate, high, strict=True):
+                if np.isfinite(value):  # the number sits right of its interval
+                    x = (right if np.isfinite(right) else value) + 1
+                    axes.text(x, y, f"{value:.1f}", va="center", fontsize=7, zorder=5)
             axes.axvline(50, color="grey", linestyle="--", linewidth=0.8, zorder=2)
             axes.set_yticks(positions, rows["label"].tolist())
             axes.set_xlim(0, 100)
+            axes.set_ylim(-0.8, len(rows) - 0.2)
             reference = rows["reference"].iloc[0] if len(rows) else ""
             axes.set_title(f"{name}: win rate (%) against {reference}")
             if index == len(figures) - 1:
