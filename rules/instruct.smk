@@ -2,7 +2,31 @@
 # fine-tuning of every variant a comparison names, its answers to the held-out instructions,
 # pairwise judgments of the answers against each comparison's reference variant (both orders,
 # through the judge backends and an undeclared sqlite cache that survives reruns), and the
-# win-rate table and figure. GPU rules at full scale: sft, generate (vLLM) and a local judge.
+# win-rate table and figure (names from selectlab.report.plan). GPU rules at full scale: sft,
+# generate (vLLM) and a local judge, each sized by its `instruct.<stage>.resources`.
+from selectlab.instruct import resolve as instruct_cfg
+from selectlab.report import plan as report_cfg
+
+INSTRUCT = instruct_cfg.configured(config)
+INSTRUCT_VARIANTS = instruct_cfg.fine_tuned_variants(config) if INSTRUCT else []
+INSTRUCT_COMPARISONS = list(instruct_cfg.comparisons(config)) if INSTRUCT else []
+INSTRUCT_SHAPES = (
+    {stage: instruct_cfg.job_shape_of(config, stage) for stage in instruct_cfg.SIZED_STAGES}
+    if INSTRUCT
+    else {}
+)
+# What the archive keeps besides the win-rate table and figure.
+INSTRUCT_ARCHIVE = instruct_cfg.archive_files(config, RUN)
+INSTRUCT_CORPUS = (
+    instruct_cfg.corpus_inputs(config, SHARD_FILES, RUN, SPLITS) if INSTRUCT else []
+)
+COMPARISON_ANSWERS = lambda w: instruct_cfg.comparison_answers(
+    config, RUN, w.comparison
+)
+(WINRATE_TABLE,) = report_cfg.WINRATE_TABLES
+(WINRATE_FIGURE,) = report_cfg.WINRATE_FIGURES
+
+
 if INSTRUCT:
 
     wildcard_constraints:
@@ -10,25 +34,23 @@ if INSTRUCT:
 
     rule instruct_data:
         input:
-            tokenizer=f"{RUN}/tokenizer",
-            corpus=instruct_corpus_files(),
+            tokenizer=layout.tokenizer(RUN),
+            corpus=INSTRUCT_CORPUS,
         output:
-            train=f"{INSTRUCT_DATA}/train.parquet",
-            eval=f"{INSTRUCT_DATA}/eval.parquet",
-            record=f"{INSTRUCT_DATA}/split.json",
+            train=layout.instruct_train(RUN),
+            eval=layout.instruct_eval(RUN),
+            record=layout.instruct_split(RUN),
         log:
-            f"{LOGS}/instruct_data.log",
+            layout.log(RUN, "instruct_data"),
         container:
             CONTAINERS["cpu"]
-        threads: 1
-        # A full ShareGPT dump (~700 MB of JSON) takes several GB once parsed.
+        threads: rule_threads("instruct_data")
         resources:
-            mem_mb=16000,
-            runtime=60,
+            **rule_resources("instruct_data"),
         params:
             # A lambda: the template's "{instruction}" is no wildcard.
             cfg=lambda w: json_param(instruct_cfg.resolve_data(config)),
-            corpus=lambda w, input: f"--corpus {input.corpus}" if input.corpus else "",
+            corpus=optional_flag("--corpus", "corpus"),
         shell:
             "selectlab instruct data --params {params.cfg:q} --tokenizer {input.tokenizer}"
             " {params.corpus} --out-train {output.train} --out-eval {output.eval}"
@@ -36,26 +58,23 @@ if INSTRUCT:
 
     rule sft:
         input:
-            model=f"{RUN}/models/{{variant}}/final",
-            train=rules.instruct_data.output.train,
+            model=layout.final_model(RUN),
+            train=layout.instruct_train(RUN),
         output:
-            model=directory(f"{RUN}/{instruct_cfg.SFT_MODEL}"),
-            sft_log=f"{RUN}/{instruct_cfg.SFT_LOG}",
+            model=directory(layout.sft_model(RUN)),
+            sft_log=layout.sft_log(RUN),
         log:
-            f"{LOGS}/sft/{{variant}}.log",
+            layout.job_log(RUN, "sft", "{variant}"),
+        benchmark:
+            layout.benchmark(RUN, "sft", "{variant}")
         container:
             CONTAINERS["train"]
-        threads: instruct_resource("sft", "cpus")
+        threads: INSTRUCT_SHAPES["sft"]["cpus"]
         resources:
-            mem_mb=instruct_resource("sft", "mem_mb"),
-            runtime=instruct_resource("sft", "runtime"),
-            gpu=instruct_resource("sft", "gpu"),
-            gpu_model=instruct_gpu_model("sft"),
+            **res.present(res.as_snakemake(INSTRUCT_SHAPES["sft"])),
         params:
             cfg=lambda w: json_param(instruct_cfg.resolve_sft(config, w.variant)),
-            checkpoints=lambda w: f"{RUN}/{instruct_cfg.SFT_CHECKPOINTS}".format(
-                variant=w.variant
-            ),
+            checkpoints=lambda w: layout.sft_checkpoints(RUN, w.variant),
         shell:
             "selectlab instruct sft --model {input.model} --train {input.train}"
             " --params {params.cfg:q} --gpus {resources.gpu} --threads {threads}"
@@ -64,20 +83,19 @@ if INSTRUCT:
 
     rule generate:
         input:
-            model=rules.sft.output.model,
-            eval=rules.instruct_data.output.eval,
+            model=layout.sft_model(RUN),
+            eval=layout.instruct_eval(RUN),
         output:
-            INSTRUCT_ANSWERS,
+            layout.answers(RUN),
         log:
-            f"{LOGS}/generate/{{variant}}.log",
+            layout.job_log(RUN, "generate", "{variant}"),
+        benchmark:
+            layout.benchmark(RUN, "generate", "{variant}")
         container:
             CONTAINERS[instruct_cfg.container_key(config, "generate")]
-        threads: instruct_resource("generate", "cpus")
+        threads: INSTRUCT_SHAPES["generate"]["cpus"]
         resources:
-            mem_mb=instruct_resource("generate", "mem_mb"),
-            runtime=instruct_resource("generate", "runtime"),
-            gpu=instruct_resource("generate", "gpu"),
-            gpu_model=instruct_gpu_model("generate"),
+            **res.present(res.as_snakemake(INSTRUCT_SHAPES["generate"])),
         params:
             cfg=lambda w: json_param(instruct_cfg.resolve_generate(config)),
         shell:
@@ -87,26 +105,21 @@ if INSTRUCT:
 
     rule judge_answers:
         input:
-            eval=rules.instruct_data.output.eval,
-            answers=comparison_answers,
+            eval=layout.instruct_eval(RUN),
+            answers=COMPARISON_ANSWERS,
         output:
-            judgments=INSTRUCT_JUDGMENTS,
-            summary=f"{RUN}/{instruct_cfg.JUDGE_SUMMARY}",
+            judgments=layout.answer_judgments(RUN),
+            summary=layout.answer_judge_summary(RUN),
         log:
-            f"{LOGS}/judge_answers/{{comparison}}.log",
+            layout.job_log(RUN, "judge_answers", "{comparison}"),
         container:
             CONTAINERS[instruct_cfg.container_key(config, "judge")]
-        threads: instruct_resource("judge", "cpus")
+        threads: INSTRUCT_SHAPES["judge"]["cpus"]
         resources:
-            mem_mb=instruct_resource("judge", "mem_mb"),
-            runtime=instruct_resource("judge", "runtime"),
-            gpu=instruct_resource("judge", "gpu"),
-            gpu_model=instruct_gpu_model("judge"),
+            **res.present(res.as_snakemake(INSTRUCT_SHAPES["judge"])),
         params:
             cfg=lambda w: json_param(instruct_cfg.resolve_judge(config, w.comparison)),
-            cache=lambda w, output: os.path.join(
-                os.path.dirname(output.judgments), "cache.sqlite"
-            ),
+            cache=lambda w: layout.answer_judge_cache(RUN, w.comparison),
         shell:
             "selectlab instruct judge --eval {input.eval} --answers {input.answers}"
             " --params {params.cfg:q} --gpus {resources.gpu} --cache {params.cache}"
@@ -115,29 +128,28 @@ if INSTRUCT:
 
     rule winrate:
         input:
-            expand(INSTRUCT_JUDGMENTS, comparison=INSTRUCT_COMPARISONS),
+            expand(layout.answer_judgments(RUN), comparison=INSTRUCT_COMPARISONS),
         output:
             csv=report(
-                f"{RUN}/tables/{instruct_cfg.TABLE}.csv",
-                caption="../report/winrate_table.rst",
+                layout.table(RUN, WINRATE_TABLE, "csv"),
+                caption=caption(report_cfg.table_caption(WINRATE_TABLE)),
                 category="Tables",
             ),
-            md=f"{RUN}/tables/{instruct_cfg.TABLE}.md",
+            md=layout.table(RUN, WINRATE_TABLE, "md"),
             figure=report(
-                f"{RUN}/figures/{instruct_cfg.FIGURE}.png",
-                caption="../report/winrate.rst",
+                layout.figure(RUN, WINRATE_FIGURE),
+                caption=caption(report_cfg.figure_caption(WINRATE_FIGURE)),
                 category="Figures",
             ),
         log:
-            f"{LOGS}/winrate.log",
+            layout.log(RUN, "winrate"),
         container:
             CONTAINERS["cpu"]
-        threads: 1
+        threads: rule_threads("winrate")
         resources:
-            mem_mb=2000,
-            runtime=30,
+            **rule_resources("winrate"),
         params:
-            cfg=json_param(instruct_cfg.resolve_winrate(config, judge_notes())),
+            cfg=json_param(instruct_cfg.resolve_winrate(config, JUDGE_NOTES)),
         shell:
             "selectlab instruct winrate --params {params.cfg:q} --judgments {input}"
             " --out-csv {output.csv} --out-md {output.md} --out-figure {output.figure}"

@@ -1,6 +1,7 @@
 """Resolving the validated `instruct:` config section into what each instruction-following job
-needs, and where its files go. Plain dict functions, used by rules/instruct.smk (as JSON
-`--params`, so a settings change reruns exactly the affected jobs) and by hand alike.
+needs: its params, inputs and size. Plain dict functions (no torch), used by rules/instruct.smk
+(params as JSON `--params`, so a settings change reruns exactly the affected jobs) and by hand
+alike; every path comes from selectlab.layout.
 
 Which variants are fine-tuned follows from `instruct.comparisons`: each comparison is one paper
 figure (QuRating Figure 3: against uniform; DataMan Figure 2: against educational value tau=2)
@@ -9,25 +10,17 @@ and names its reference variant and the variants judged against it.
 
 from __future__ import annotations
 
-from selectlab import config as cfg
+from selectlab import layout
+from selectlab.resources import job_shape, schema_default
+from selectlab.train.resolve import seq_len
 
 REFERENCE_JUDGE_NOTE = ("Instruction-following win rates judged by the REFERENCE-BASED judge "
                         "(word overlap with the reference answer, offline default), not an LLM.")
-DEFAULT_RESOURCES = {"gpu": 0, "cpus": 1, "mem_mb": 4000, "runtime": 60}
+# The jobs sized by their own `instruct.<stage>.resources` (instruct_data and winrate have a
+# fixed size: config/schema/resources.schema.yaml).
+SIZED_STAGES = ("sft", "generate", "judge")
 # Where the corpus readers are told to find the resources the offline pairs come from.
 RESOURCE_KEYS = {"web": ("gcide_path", "man_root"), "code": ("stdlib_dir",)}
-
-# Paths under results/{run}/ (docs/layout.md).
-DATA_DIR = "instruct/data"
-SFT_MODEL = "instruct/sft/{variant}/model"
-SFT_LOG = "instruct/sft/{variant}/sft_log.csv"
-SFT_CHECKPOINTS = "instruct/sft/{variant}/checkpoints"
-ANSWERS = "instruct/answers/{variant}.parquet"
-JUDGMENTS = "instruct/judgments/{comparison}/judgments.parquet"
-JUDGE_SUMMARY = "instruct/judgments/{comparison}/summary.csv"
-JUDGE_CACHE = "instruct/judgments/{comparison}/cache.sqlite"
-TABLE = "winrate"
-FIGURE = "winrate"
 
 
 def configured(config: dict) -> bool:
@@ -92,7 +85,7 @@ def resolve_data(config: dict) -> dict:
 def resolve_sft(config: dict, variant: str) -> dict:
     """What `selectlab instruct sft` needs for one variant: the same for every variant."""
     sft = {k: v for k, v in config["instruct"]["sft"].items() if k != "resources"}
-    context = cfg.resolve_pretrain(config, variant)["settings"]["seq_len"]
+    context = seq_len(config, variant)
     if sft["max_seq_len"] > context:
         raise ValueError(f"instruct.sft.max_seq_len {sft['max_seq_len']} exceeds the context "
                          f"{context} variant {variant!r} was pretrained with")
@@ -137,10 +130,40 @@ def resolve_winrate(config: dict, notes: list[str]) -> dict:
             "notes": [*judge_notes(config), *notes]}
 
 
-def resources(config: dict, stage: str) -> dict:
-    """gpu, cpus, mem_mb, runtime of a `sft`, `generate` or `judge` job."""
+def job_shape_of(config: dict, stage: str) -> dict:
+    """The size of a `sft`, `generate` or `judge` job (the same for each of its jobs):
+    `instruct.<stage>.resources` over the schema's default."""
     section = config["instruct"][stage]
-    return DEFAULT_RESOURCES | section.get("resources", {})
+    return job_shape(schema_default("instruct.schema.yaml", "$defs", "resources"),
+                     section.get("resources"))
+
+
+def corpus_inputs(config: dict, shard_files: dict[str, list[str]], root: str,
+                  splits: list[str]) -> list[str]:
+    """The corpus the offline instruction set must stay off: training shards and held-out
+    splits (nothing for a ShareGPT dump, which the corpus cannot contain)."""
+    if config["instruct"]["data"]["kind"] != "embedded":
+        return []
+    shards = [path for files in shard_files.values() for path in files]
+    return shards + [layout.heldout(root, split) for split in splits]
+
+
+def comparison_answers(config: dict, root: str, comparison: str) -> list[str]:
+    """The answers one judge_answers job reads: the reference variant's first."""
+    spec = comparisons(config)[comparison]
+    return [layout.answers(root, variant) for variant in [spec["reference"], *spec["variants"]]]
+
+
+def archive_files(config: dict, root: str) -> list[str]:
+    """What a reader of the win rates needs besides the table and figure: the split, the
+    judgments and their summaries, the SFT logs."""
+    if not configured(config):
+        return []
+    names = list(comparisons(config))
+    return ([layout.instruct_split(root)]
+            + [layout.answer_judgments(root, name) for name in names]
+            + [layout.answer_judge_summary(root, name) for name in names]
+            + [layout.sft_log(root, variant) for variant in fine_tuned_variants(config)])
 
 
 def container_key(config: dict, stage: str) -> str:
