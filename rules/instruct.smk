@@ -8,10 +8,12 @@ from selectlab.instruct import resolve as instruct_cfg
 from selectlab.report import plan as report_cfg
 
 INSTRUCT = instruct_cfg.configured(config)
-INSTRUCT_VARIANTS = instruct_cfg.fine_tuned_variants(config) if INSTRUCT else []
 INSTRUCT_COMPARISONS = list(instruct_cfg.comparisons(config)) if INSTRUCT else []
 INSTRUCT_SHAPES = (
-    {stage: instruct_cfg.job_shape_of(config, stage) for stage in instruct_cfg.SIZED_STAGES}
+    {
+        stage: instruct_cfg.job_shape_of(config, stage)
+        for stage in instruct_cfg.SIZED_STAGES
+    }
     if INSTRUCT
     else {}
 )

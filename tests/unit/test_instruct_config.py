@@ -7,6 +7,7 @@ import copy
 import pytest
 from conftest import REPO
 
+from selectlab import layout
 from selectlab.config import load_config
 from selectlab.instruct import resolve
 
@@ -112,3 +113,56 @@ def test_data_params_carry_the_corpus_readers_resource_paths(config):
     assert data["resources"] == {"gcide_path": "/opt/gcide", "stdlib_dir": "/opt/py/lib"}
     assert data["max_prompt_tokens"] == (config["instruct"]["sft"]["max_seq_len"]
                                          - config["instruct"]["generate"]["max_new_tokens"])
+
+
+def test_job_shapes_layer_the_stage_resources_over_the_schema_default(config):
+    config["instruct"]["sft"]["resources"] = {"gpu": 1, "gpu_model": "a100", "cpus": 8}
+    config["instruct"]["judge"].pop("resources", None)
+    assert resolve.job_shape_of(config, "sft") == {"gpu": 1, "gpu_model": "a100", "cpus": 8,
+                                                   "mem_mb": 4000, "runtime": 60, "nodes": 1}
+    assert resolve.job_shape_of(config, "judge") == {"gpu": 0, "cpus": 1, "mem_mb": 4000,
+                                                     "runtime": 60, "nodes": 1}
+    validate(config)
+    config["instruct"]["generate"]["resources"] = {"nodes": 2}  # one process, one node
+    from snakemake.exceptions import WorkflowError
+
+    with pytest.raises(WorkflowError):
+        validate(config)
+
+
+def test_inputs_and_archive_files_are_layout_paths(config):
+    root = layout.run_dir("x")
+    spec = resolve.comparisons(config)["qurating"]
+    assert resolve.comparison_answers(config, root, "qurating") == [
+        f"results/x/instruct/answers/{name}.parquet"
+        for name in [spec["reference"], *spec["variants"]]]
+    shards = {"shard_00000": ["results/x/corpus/raw/shard_00000.jsonl.zst"]}
+    assert resolve.corpus_inputs(config, shards, root, ["validation", "test"]) == [
+        "results/x/corpus/raw/shard_00000.jsonl.zst",
+        "results/x/corpus/heldout/validation.jsonl.zst", "results/x/corpus/heldout/test.jsonl.zst"]
+    archived = resolve.archive_files(config, root)
+    assert archived[0] == "results/x/instruct/data/split.json"
+    assert {f"results/x/instruct/sft/{name}/sft_log.csv"
+            for name in resolve.fine_tuned_variants(config)} <= set(archived)
+    assert "results/x/instruct/judgments/qurating/summary.csv" in archived
+    config["instruct"]["data"] = {"kind": "sharegpt", "path": "/data/sharegpt.json",
+                                  "train_pairs": 10, "eval_instructions": 5}
+    assert resolve.corpus_inputs(config, shards, root, ["test"]) == []
+    config.pop("instruct")
+    assert resolve.archive_files(config, root) == []
+
+
+def test_the_report_plan_lists_the_win_rates_only_with_comparisons(config):
+    from selectlab.report import plan
+
+    tables = plan.report_plan(config).report_tables()
+    assert tables[:len(plan.TABLES) + 1] == [*plan.TABLES, "winrate"]
+    assert "winrate" in plan.report_plan(config).paper_tables()
+    assert "winrate" in plan.report_plan(config).report_figures()
+    assert plan.table_caption("winrate") == "winrate_table"
+    assert plan.figure_caption("winrate") == "winrate"
+    assert plan.heading("winrate").startswith("Instruction following")
+    config.pop("instruct")
+    without = plan.report_plan(config)
+    assert "winrate" not in without.report_tables() + without.paper_tables()
+    assert "winrate" not in without.report_figures()
