@@ -17,7 +17,7 @@ PLANNING_MODULES = ["selectlab.layout", "selectlab.resources", "selectlab.schema
                     "selectlab.analysis.plan", "selectlab.selection.resolve",
                     "selectlab.selection.grids", "selectlab.train.resolve",
                     "selectlab.train.launch", "selectlab.evaluate.resolve",
-                    "selectlab.report.plan"]
+                    "selectlab.instruct.resolve", "selectlab.report.plan"]
 
 
 def modules() -> dict[str, Path]:

@@ -25,7 +25,7 @@ from selectlab.selection import resolve as cfg
 REPO = Path(__file__).resolve().parents[2]
 TRAIN_FILES, GROUP_SIZE = 6, 2  # three shards
 # Rules whose jobs run models; annotation and rater training only for model-backed entries.
-GPU_RULES = {"judge", "pretrain", "eval_perplexity", "eval_icl"}
+GPU_RULES = {"judge", "pretrain", "eval_perplexity", "eval_icl", "sft", "generate"}
 MODEL_KINDS = {"refppl", "embedding", "rater", "rater_generative"}
 
 
@@ -186,6 +186,7 @@ def test_paper_figures_names_every_paper_table_and_figure(plan):
             "annotation_throughput.md",
             "analysis_dataman_corpus.md", "analysis_dataman_domain_means.md",
             "analysis_dataman_vs_nll_spearman.md"} <= names
+    assert "winrate.md" in names and "winrate.png" in names
     assert {"ppl_vs_icl.png", "loss_curves.png", "selection_overlap.png", "metarater_fit.png",
             "metarater_weights.png", "metarater_proxies.png", "metarater_pca.png",
             "analysis_spearman.png", "analysis_dataman_pearson.png",
@@ -196,3 +197,25 @@ def test_paper_figures_names_every_paper_table_and_figure(plan):
     assert len(weights) == len(cfg.metarater_fits(plan.config)) == 8
     # Every input is written by a planned job (the dry run would have failed otherwise).
     assert all(path.startswith("results/paper/") for path in job.inputs)
+
+
+def test_paper_rows_are_fine_tuned_answered_and_judged_by_gpt4(plan):
+    specs = plan.config["instruct"]["comparisons"]
+    rows = {v for spec in specs.values() for v in [spec["reference"], *spec["variants"]]}
+    assert len(specs["qurating"]["variants"]) == 24 and len(specs["dataman"]["variants"]) == 14
+    for rule in ("sft", "generate"):
+        assert per_variant(plan, rule) == {name: 1 for name in rows}, rule
+    sft = next(job for job in plan.jobs if job.rule == "sft")
+    assert (sft.resources["gpu"], sft.resources["mem_mb"]) == (1, 64000)
+    assert '"max_seq_len":1024' in sft.shell and '"lr":2e-05' in sft.shell
+    generate = next(job for job in plan.jobs if job.rule == "generate")
+    assert generate.resources["gpu"] == 1 and '"backend":"vllm"' in generate.shell
+    judges = {job.wildcards["comparison"]: job for job in plan.jobs
+              if job.rule == "judge_answers"}
+    assert set(judges) == {"qurating", "dataman"}
+    for name, job in judges.items():
+        assert '"model":"gpt-4-0314"' in job.shell and '"kind":"openai"' in job.shell
+        answers = [Path(path).stem for path in job.inputs if "/answers/" in path]
+        assert answers == [specs[name]["reference"], *specs[name]["variants"]]
+    (data,) = [job for job in plan.jobs if job.rule == "instruct_data"]
+    assert '"kind":"sharegpt"' in data.shell and "--corpus" not in data.shell
