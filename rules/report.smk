@@ -128,7 +128,8 @@ rule provenance:
     resources:
         **rule_resources("provenance"),
     params:
-        cfg=json_param(config),
+        # A function, so braces in config values (the chat template) are not read as wildcards.
+        cfg=lambda w: json_param(config),
     shell:
         "selectlab report provenance --params {params.cfg:q} --reports {input}"
         " --out {output} > {log} 2>&1"
@@ -150,6 +151,9 @@ rule archive:
         expand(layout.table(RUN), name=REPORT.lead_tables(), ext=["csv", "md"]),
         [layout.paper_cells(RUN)] if REPORT.numbered_tables else [],
         expand(layout.figure(RUN), name=REPORT.paper_charts),
+        expand(layout.table(RUN), name=REPORT.winrate_tables(), ext=["csv", "md"]),
+        expand(layout.figure(RUN), name=REPORT.winrate_figures()),
+        INSTRUCT_ARCHIVE,
     output:
         layout.archive(RUN),
     log:

@@ -16,6 +16,7 @@ from selectlab.commands import (
     annotate,
     corpus,
     evaluate,
+    instruct,
     judge,
     papers,
     pretrain,
@@ -26,7 +27,7 @@ from selectlab.commands import (
 )
 
 STAGES = [corpus, tokens, judge, raters, annotate, analysis, select, pretrain, evaluate, papers,
-          report]
+          instruct, report]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -54,6 +54,7 @@ def sizing_config() -> dict:
     config["evaluation"]["gpu"] = 1
     # The papers' tables name the tests-only config's variants, which this config replaces.
     config["evaluation"].pop("protocols")
+    config.pop("instruct")  # its comparisons name the replaced variants
     return config
 
 

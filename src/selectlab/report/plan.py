@@ -7,7 +7,8 @@ the config; no pandas or matplotlib.
 
 The report leads with the papers' own numbered tables (selectlab.papers), the comparison with
 their published numbers and the claims, and their charts; then the results of every variant,
-then the analyses of the annotated corpus and of the judge's labels.
+the instruction-following win rates, then the analyses of the annotated corpus and of the
+judge's labels.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from selectlab.analysis.plan import AnalysisPlan, analysis_plan
 from selectlab.analysis.plan import caption_stem as analysis_caption_stem
 from selectlab.analysis.plan import heading as analysis_heading
+from selectlab.instruct.resolve import configured as instruct_configured
 from selectlab.judge.resolve import notes as judge_notes
 from selectlab.papers.layouts import LAYOUTS as PAPER_LAYOUTS
 from selectlab.papers.layouts import PPL_VS_TASKS, SPREAD, chart_names
@@ -29,8 +31,12 @@ METARATER_FIGURES = ("metarater_fit", "metarater_weights", "metarater_proxies", 
 ANNOTATION_THROUGHPUT = "annotation_throughput"  # written by rules/annotate.smk
 # Written by rules/papers.smk beside the papers' numbered tables.
 VS_PUBLISHED, CLAIMS = "vs_published", "claims"
+# The win-rate table and figure (rules/instruct.smk), where the config has comparisons.
+WINRATE_TABLES = ("winrate",)
+WINRATE_FIGURES = ("winrate",)
 # Where a table's caption file is not named after it (report/{stem}.rst).
-TABLE_CAPTIONS = {"main": "main_table", "selection_overlap": "selection_overlap_table"}
+TABLE_CAPTIONS = {"main": "main_table", "selection_overlap": "selection_overlap_table",
+                  "winrate": "winrate_table"}
 HEADINGS = {
     "main": "Main results",
     "perplexity_by_source": "Perplexity by source",
@@ -46,6 +52,7 @@ HEADINGS = {
     CLAIMS: "The papers' claims, judged on this run",
     SPREAD: "Each paper's Table 1 average: spread over replicates",
     PPL_VS_TASKS: "DataMan Figure 6: perplexity against ICL, per task",
+    "winrate": "Instruction following: win rates after fine-tuning",
 }
 # The software environments whose package lists the provenance records.
 ENVIRONMENTS = ("cpu", "train")
@@ -58,6 +65,7 @@ class ReportPlan:
     analysis: AnalysisPlan
     numbered_tables: list[str]  # the papers' numbered tables the config regenerates
     paper_charts: list[str]  # the papers' charts drawn from them (rule paper_charts)
+    instruct: bool  # instruction-following comparisons configured (the win rates)
 
     def figures(self) -> list[str]:
         """Figures of the results (rule `figures`)."""
@@ -68,6 +76,13 @@ class ReportPlan:
         claims judged on them (rules/papers.smk); none when no paper table has rows."""
         return [*self.numbered_tables, VS_PUBLISHED, CLAIMS] if self.numbered_tables else []
 
+    def winrate_tables(self) -> list[str]:
+        """The win-rate table (rule `winrate`), when there are comparisons."""
+        return list(WINRATE_TABLES) if self.instruct else []
+
+    def winrate_figures(self) -> list[str]:
+        return list(WINRATE_FIGURES) if self.instruct else []
+
     def analysis_tables(self) -> list[str]:
         """Tables of the analyses: of the annotated corpus, then of the judge's labels."""
         return self.analysis.tables() + self.analysis.label_tables()
@@ -76,12 +91,13 @@ class ReportPlan:
         return self.analysis.figures() + self.analysis.label_figures()
 
     def report_tables(self) -> list[str]:
-        """Tables of the HTML report, in its order: the papers' tables, the results, then the
-        analyses."""
-        return self.lead_tables() + list(TABLES) + self.analysis_tables()
+        """Tables of the HTML report, in its order: the papers' tables, the results, the win
+        rates, then the analyses."""
+        return self.lead_tables() + list(TABLES) + self.winrate_tables() + self.analysis_tables()
 
     def report_figures(self) -> list[str]:
-        return self.paper_charts + self.figures() + self.analysis_figures()
+        return (self.paper_charts + self.figures() + self.winrate_figures()
+                + self.analysis_figures())
 
     def caption_stems(self) -> list[str]:
         """The caption files (report/{stem}.rst) the HTML report reads, each once."""
@@ -90,7 +106,7 @@ class ReportPlan:
 
     def paper_tables(self) -> list[str]:
         """Every table of the three papers this configuration regenerates."""
-        return (self.lead_tables() + list(TABLES) + self.rater_tables
+        return (self.lead_tables() + list(TABLES) + self.winrate_tables() + self.rater_tables
                 + [ANNOTATION_THROUGHPUT] + self.analysis_tables())
 
     def paper_figures(self) -> list[str]:
@@ -104,7 +120,7 @@ def report_plan(config: dict) -> ReportPlan:
     papers = paper_plan(config)
     return ReportPlan(metarater_figure_fits(config), rater_table_names(config),
                       analysis_plan(config), [table["name"] for table in papers["tables"]],
-                      chart_names(papers))
+                      chart_names(papers), instruct_configured(config))
 
 
 def paper_caption(name: str) -> str | None:
