@@ -155,8 +155,11 @@ def test_inputs_and_archive_files_are_layout_paths(config):
 def test_the_report_plan_lists_the_win_rates_only_with_comparisons(config):
     from selectlab.report import plan
 
-    tables = plan.report_plan(config).report_tables()
-    assert tables[:len(plan.TABLES) + 1] == [*plan.TABLES, "winrate"]
+    # After the papers' own tables (which the report leads with), the results, then the win
+    # rates.
+    report = plan.report_plan(config)
+    results = report.report_tables()[len(report.lead_tables()):]
+    assert results[:len(plan.TABLES) + 1] == [*plan.TABLES, "winrate"]
     assert "winrate" in plan.report_plan(config).paper_tables()
     assert "winrate" in plan.report_plan(config).report_figures()
     assert plan.table_caption("winrate") == "winrate_table"
