@@ -10,7 +10,7 @@
 
 
 wildcard_constraints:
-    family=names_pattern(ANNOTATE_FAMILIES),
+    family=names_pattern(ANNOTATE_FAMILIES + MATES_FAMILIES),
 
 
 rule annotate:

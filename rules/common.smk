@@ -2,6 +2,8 @@
 import os
 
 from selectlab import config as cfg
+from selectlab.cost import roles as cost_roles
+from selectlab.mates import plan as mates_cfg
 
 RUN = f"results/{config['run']}"
 LOGS = f"{RUN}/logs"
@@ -9,6 +11,10 @@ SHARD_FILES = cfg.shard_files(config, RUN)
 SHARDS = list(SHARD_FILES)
 VARIANTS = list(config["variants"])
 SPLITS = ["validation", "test"]
+# Held-out splits evaluation never reads: MATES's reference set (selectlab.mates.plan).
+UNREPORTED_SPLITS = (
+    ["reference"] if mates_cfg.reference_split_configured(config) else []
+)
 CONTAINERS = {
     "cpu": "containers/cpu.sif",
     "train": "containers/train.sif",
@@ -16,10 +22,15 @@ CONTAINERS = {
 } | config.get("containers", {})
 
 
-# `variant` also matches the generated Meta-rater proxies (selected, trained, perplexity only).
+# `variant` also matches the generated Meta-rater proxies (selected, trained, perplexity only)
+# and the stages of MATES variants (selected and trained).
 wildcard_constraints:
     shard="[A-Za-z0-9_]+",
-    variant="|".join(VARIANTS + cfg.proxy_name_patterns(config)),
+    variant="|".join(
+        VARIANTS
+        + cfg.proxy_name_patterns(config)
+        + mates_cfg.stage_name_patterns(config)
+    ),
     split="validation|test",
 
 
@@ -47,7 +58,8 @@ def final_targets():
         protocol=judge_cfg.configured_protocols(config),
         name=["labels.parquet", "summary.csv"],
     )
-    return targets + annotation_targets() + rater_targets() + analysis_targets()
+    cost = expand(f"{RUN}/tables/{{name}}.md", name=cost_roles.COST_TABLE_NAMES)
+    return targets + annotation_targets() + rater_targets() + analysis_targets() + cost
 
 
 def parent_dir(name):
@@ -193,6 +205,8 @@ def eval_gpu_resource(variant, key):
 from selectlab.annotate import resolve as annotate_cfg
 
 ANNOTATE_FAMILIES = annotate_cfg.family_names(config)
+# Generated per stage of a MATES variant; annotated when that stage is selected.
+MATES_FAMILIES = mates_cfg.family_names(config)
 DSIR_FAMILIES = annotate_cfg.families_of_kind(config, "dsir")
 
 

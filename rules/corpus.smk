@@ -6,7 +6,10 @@ if config["corpus"]["mode"] == "embedded":
     rule build_corpus:
         output:
             shards=expand(f"{RUN}/corpus/raw/{{shard}}.jsonl.zst", shard=SHARDS),
-            heldout=expand(f"{RUN}/corpus/heldout/{{split}}.jsonl.zst", split=SPLITS),
+            heldout=expand(
+                f"{RUN}/corpus/heldout/{{split}}.jsonl.zst",
+                split=SPLITS + UNREPORTED_SPLITS,
+            ),
             ground_truth=f"{RUN}/corpus/ground_truth.parquet",
             stats=f"{RUN}/corpus/build_stats.json",
         log:

@@ -15,8 +15,10 @@ from selectlab.commands import (
     analysis,
     annotate,
     corpus,
+    cost,
     evaluate,
     judge,
+    mates,
     pretrain,
     raters,
     report,
@@ -24,7 +26,8 @@ from selectlab.commands import (
     tokens,
 )
 
-STAGES = [corpus, tokens, judge, raters, annotate, analysis, select, pretrain, evaluate, report]
+STAGES = [corpus, tokens, judge, raters, annotate, analysis, select, mates, pretrain, evaluate,
+          report, cost]
 
 
 def build_parser() -> argparse.ArgumentParser:

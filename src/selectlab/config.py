@@ -135,13 +135,20 @@ def proxy_entry(config: dict, search: str, index: int) -> dict:
 
 
 def variant_entry(config: dict, name: str) -> dict:
-    """A configured variant, or a Meta-rater proxy generated from its search."""
+    """A configured variant, a Meta-rater proxy generated from its search, or a stage of a MATES
+    variant (selectlab.mates.plan)."""
     if name in config["variants"]:
         return config["variants"][name]
     parsed = parse_proxy_name(name)
     if parsed and parsed[0] in metarater_searches(config):
         return proxy_entry(config, *parsed)
-    raise KeyError(f"no variant {name!r} in the config (and no Meta-rater proxy of that name)")
+    from selectlab.mates.plan import parse_stage_name, stage_entry
+
+    stage = parse_stage_name(config, name)
+    if stage:
+        return stage_entry(config, *stage)
+    raise KeyError(f"no variant {name!r} in the config (nor a Meta-rater proxy or MATES stage "
+                   "of that name)")
 
 
 def variant_seed(config: dict, name: str) -> int:

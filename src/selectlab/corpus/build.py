@@ -25,6 +25,8 @@ from selectlab.corpus.wiki import donor_passages
 from selectlab.shards import Document, atomic_path, write_documents, write_json
 
 HELDOUT_SPLITS = ("validation", "test")
+# An optional third split that evaluation never reads: the reference set of MATES probes.
+REFERENCE_SPLIT = "reference"
 CLEAN = "none"
 
 
@@ -73,19 +75,30 @@ def read_source(key: str, reader_params: Mapping, seed: int) -> list[RawText]:
     return list(SOURCE_READERS[key](reader_params, _seeded(seed, "read", key)))
 
 
+def heldout_splits(heldout: Mapping[str, int]) -> tuple[str, ...]:
+    """The held-out splits a build writes: validation and test, and the reference split when
+    it is asked for."""
+    return HELDOUT_SPLITS + ((REFERENCE_SPLIT,) if heldout.get(REFERENCE_SPLIT) else ())
+
+
 def _split_heldout(key: str, count: int, heldout: Mapping[str, int], seed: int
                    ) -> dict[str, list[int]]:
-    """Indices of each source's validation, test and train documents (each sorted)."""
-    needed = sum(heldout[split] for split in HELDOUT_SPLITS)
+    """Indices of each source's held-out and train documents (each sorted).
+
+    The reference split is cut after validation and test, so asking for it leaves those two
+    as they were (the training part shrinks by its size)."""
+    needed = sum(heldout[split] for split in heldout_splits(heldout))
     if count <= needed:
         raise ValueError(f"source {key!r} yielded {count} documents but the held-out splits need "
                          f"{needed} plus at least one for training; raise its max_docs or lower "
                          "heldout_docs_per_source")
     order = list(range(count))
     _seeded(seed, "heldout", key).shuffle(order)
-    n_val = heldout["validation"]
-    return {"validation": sorted(order[:n_val]), "test": sorted(order[n_val:needed]),
-            "train": sorted(order[needed:])}
+    splits, start = {}, 0
+    for split in heldout_splits(heldout):
+        splits[split] = sorted(order[start:start + heldout[split]])
+        start += heldout[split]
+    return splits | {"train": sorted(order[needed:])}
 
 
 def _corrupt_training(key: str, texts: list[RawText], train: list[int], set_name: str,
@@ -127,7 +140,7 @@ def _source_stats(set_name: str, read: list[RawText], splits: dict[str, list[int
         "clean_mean_characters": round(sum(len(t.text) for t in read) / max(len(read), 1), 1),
         "corrupted": sum(operators.values()),
         "corrupted_by_operator": dict(sorted(operators.items())),
-        "heldout": {split: len(splits[split]) for split in HELDOUT_SPLITS},
+        "heldout": {split: len(splits[split]) for split in splits if split != "train"},
         "detail_kinds": dict(sorted(Counter(_detail_kind(t.detail) for t in read).items())),
     }
 
@@ -156,12 +169,13 @@ def build_embedded_corpus(params: Mapping, set_names: Mapping[str, str], num_sha
                           out_dir: Path) -> dict:
     """Build the corpus described by `params` under `out_dir` and return its statistics.
 
-    Writes raw/shard_{i:05d}.jsonl.zst, heldout/{validation,test}.jsonl.zst,
+    Writes raw/shard_{i:05d}.jsonl.zst, heldout/{validation,test[,reference]}.jsonl.zst,
     ground_truth.parquet and build_stats.json (see docs/layout.md).
     """
     out_dir = Path(out_dir)
     seed = int(params["seed"])
-    heldout = {split: int(params["heldout_docs_per_source"][split]) for split in HELDOUT_SPLITS}
+    asked = params["heldout_docs_per_source"]
+    heldout = {split: int(asked[split]) for split in heldout_splits(asked)}
     corruption = params.get("corruption", {})
     _, operators, _, _ = _check_corruption(corruption)
     if num_shards < 1:
@@ -173,12 +187,12 @@ def build_embedded_corpus(params: Mapping, set_names: Mapping[str, str], num_sha
     context = _corruption_context(corruption, operators, seed)
 
     training: list[TrainingDocument] = []
-    held: dict[str, list[Document]] = {split: [] for split in HELDOUT_SPLITS}
+    held: dict[str, list[Document]] = {split: [] for split in heldout}
     stats: dict = {"seed": seed, "num_shards": num_shards, "sources": {}}
     for key in sorted(sources):
         texts = read_source(key, sources[key], seed)
         splits = _split_heldout(key, len(texts), heldout, seed)
-        for split in HELDOUT_SPLITS:
+        for split in heldout:
             held[split].extend(Document(id=f"{key}-{i:06d}", text=texts[i].text,
                                         set_name=set_names[key], source_detail=texts[i].detail)
                                for i in splits[split])
@@ -197,7 +211,7 @@ def build_embedded_corpus(params: Mapping, set_names: Mapping[str, str], num_sha
     for name, documents in zip(names, shards, strict=True):
         write_documents(out_dir / "raw" / name, documents)
     _remove_stale_shards(out_dir / "raw", set(names))
-    for split in HELDOUT_SPLITS:
+    for split in heldout:
         write_documents(out_dir / "heldout" / f"{split}.jsonl.zst", held[split])
     _write_ground_truth(out_dir / "ground_truth.parquet", training)
 
@@ -207,7 +221,7 @@ def build_embedded_corpus(params: Mapping, set_names: Mapping[str, str], num_sha
         "documents": len(training),
         "characters": sum(s["characters"] for s in per_source),
         "corrupted": sum(s["corrupted"] for s in per_source),
-        **{f"heldout_{split}": len(held[split]) for split in HELDOUT_SPLITS},
+        **{f"heldout_{split}": len(held[split]) for split in heldout},
     }
     write_json(out_dir / "build_stats.json", stats)
     return stats
