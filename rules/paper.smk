@@ -2,7 +2,11 @@
 # regenerates (docs/paper_figures.md maps each to the papers' numbering). Names come from the
 # rules that write them, under the same conditions, so only outputs the config produces appear.
 PAPER_TABLES = (
-    TABLE_NAMES + RATER_TABLES + ["annotation_throughput"] + ANALYSIS.tables()
+    TABLE_NAMES
+    + RATER_TABLES
+    + ["annotation_throughput"]
+    + ANALYSIS.tables()
+    + cost_roles.COST_TABLE_NAMES
 )
 PAPER_FIGURES = FIGURE_NAMES + ANALYSIS.figures()
 
