@@ -157,6 +157,11 @@ rule archive:
         expand(f"{RUN}/models/{{variant}}/train_log.csv", variant=VARIANTS),
         [cfg.metarater_weights_path(RUN, s, n) for s, n in cfg.metarater_fits(config)],
         analysis_targets(),
+        expand(
+            f"{RUN}/tables/{{name}}.{{ext}}",
+            name=cost_roles.COST_TABLE_NAMES,
+            ext=["csv", "md"],
+        ),
     output:
         f"{RUN}/archive/selectlab-{config['run']}.tar.gz",
     log:

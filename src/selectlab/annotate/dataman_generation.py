@@ -156,9 +156,6 @@ class GenerativeDataManAnnotator(RaterAnnotator):
     def input_tokens(self) -> int:
         return self.tokens.prompt
 
-    def readers(self) -> list:
-        return []  # the generating LM's prompt and answer tokens are counted by the backend
-
     def model_shape(self):
         from transformers import AutoConfig
 

@@ -74,7 +74,8 @@ def judge_cost_columns(backend, backend_cfg: dict, summary, wall_s: float, gpus:
     if backend.kind == "simulated":
         flops = tokens * 0.0
     elif hasattr(backend, "model") and hasattr(backend.model, "parameters"):
-        flops = tokens.map(lambda n: inference_flops(module_shape(backend.model, context), n))
+        shape = module_shape(backend.model, context)
+        flops = tokens.map(lambda n: inference_flops(shape, n))
     elif backend.kind == "vllm":
         from transformers import AutoConfig
 

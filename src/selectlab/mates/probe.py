@@ -45,26 +45,24 @@ def sample_units(meta_paths: Sequence[str | Path], probes: int, seed: int,
     total = int(counts.sum())
     if total == 0:
         raise ValueError("the pool is empty: nothing to probe")
+    # A pool of up to 50M documents is permuted once; a larger one is drawn from afresh each
+    # round, repeats dropped.
     order = np.random.default_rng(seed).permutation(total) if total <= 50_000_000 else None
-    drawn: list[pd.DataFrame] = []
-    kept = 0
-    take = probes
-    start = 0
-    while kept < probes and start < total:
+    chosen = pd.DataFrame()
+    start, take = 0, probes
+    while len(chosen) < probes and start < total:
         if order is not None:
             picks = order[start:start + take]
-        else:  # a huge pool: fresh draws, duplicates of earlier draws dropped below
+        else:
             picks = np.random.default_rng([seed, start]).choice(total, size=take, replace=False)
         start += take
         frame = _rows_of(meta_paths, counts, picks)
         frame = frame[~is_excluded(frame["id"].tolist(), excluded)]
-        drawn.append(frame)
-        kept = sum(len(f) for f in drawn)
-        take = max(probes - kept, 1) * 2
-    sample = pd.concat(drawn).drop_duplicates(["shard", "row"]).head(probes)
-    if len(sample) < probes:
-        raise ValueError(f"only {len(sample)} documents are left to probe, {probes} asked for")
-    return sample.reset_index(drop=True)
+        chosen = pd.concat([chosen, frame]).drop_duplicates(["shard", "row"])
+        take = max(probes - len(chosen), 1) * 2
+    if len(chosen) < probes:
+        raise ValueError(f"only {len(chosen)} documents are left to probe, {probes} asked for")
+    return chosen.head(probes).reset_index(drop=True)
 
 
 def _rows_of(meta_paths: Sequence[str | Path], counts: np.ndarray,
