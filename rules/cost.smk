@@ -1,54 +1,32 @@
 # Cost: every model job records its FLOPs and time in its metrics file (selectlab.flops); the
 # cost tables gather them per stage, per variant and in Meta-rater's Table 2 layout. cost_plan
 # estimates them from the config alone, before anything runs (`snakemake cost_plan`).
+from selectlab.cost import roles as cost_roles
+
 COST_ROLES = cost_roles.table_roles(config)
-COST_TABLES = cost_roles.COST_TABLE_NAMES
+COST_TARGETS = expand(layout.table(RUN), name=report_cfg.COST_TABLES, ext="md")
 THROUGHPUT = config.get("cost", {}).get("throughput", "profiles/slurm/throughput.yaml")
-
-
-def cost_mates_files():
-    """Every probe job's and fit job's metrics of every MATES variant."""
-    files = []
-    for variant in mates_cfg.mates_variants(config):
-        for stage in mates_cfg.selected_stages(config, variant):
-            directory = mates_cfg.mates_dir(RUN, variant, stage)
-            files += expand(
-                f"{directory}/probes/part{{part}}.json",
-                part=mates_cfg.probe_parts(config, variant),
-            )
-            files.append(f"{directory}/metrics.json")
-    return files
 
 
 rule cost_table:
     input:
-        models=expand(f"{RUN}/models/{{name}}/final", name=list(COST_ROLES["models"])),
-        evaluations=expand(
-            f"{RUN}/eval/{{variant}}/{{kind}}.json",
-            variant=VARIANTS,
-            kind=["perplexity", "icl"],
-        )
-        + expand(
-            f"{RUN}/eval/{{proxy}}/perplexity.json",
-            proxy=cost_roles.proxies_trained(config),
-        ),
-        raters=expand(f"{RUN}/raters/{{rater}}/metrics.json", rater=RATERS),
-        annotation=[f"{RUN}/tables/annotation_throughput.csv"]
-        + expand(f"{RUN}/attributes/{{family}}/throughput.csv", family=MATES_FAMILIES),
-        judgments=expand(
-            f"{RUN}/judgments/{{protocol}}/summary.csv",
-            protocol=judge_cfg.configured_protocols(config),
-        ),
-        mates=cost_mates_files(),
+        models=expand(layout.final_model(RUN), variant=list(COST_ROLES["models"])),
+        evaluations=EVAL_RESULTS
+        + expand(layout.perplexity(RUN), variant=cost_roles.proxies_trained(config)),
+        raters=expand(layout.rater_metrics(RUN), rater=RATERS),
+        annotation=[layout.table(RUN, ANNOTATION_THROUGHPUT, "csv")]
+        + expand(layout.family_throughput(RUN, ext="csv"), family=MATES_FAMILIES),
+        judgments=expand(layout.judge_summary(RUN), protocol=PROTOCOLS),
+        mates=mates_cfg.cost_inputs(config, RUN),
     output:
-        expand(f"{RUN}/tables/{{name}}.{{ext}}", name=COST_TABLES, ext=["csv", "md"]),
+        expand(layout.table(RUN), name=report_cfg.COST_TABLES, ext=["csv", "md"]),
     log:
-        f"{LOGS}/cost_table.log",
+        layout.log(RUN, "cost_table"),
     container:
         CONTAINERS["cpu"]
+    threads: rule_threads("cost_table")
     resources:
-        mem_mb=4000,
-        runtime=30,
+        **rule_resources("cost_table"),
     params:
         cfg=json_param(COST_ROLES),
         out_dir=lambda w, output: os.path.dirname(output[0]),
@@ -64,13 +42,15 @@ rule cost_plan:
         THROUGHPUT,
     output:
         expand(
-            f"{RUN}/cost/plan_{{name}}.{{ext}}",
+            layout.cost_plan(RUN),
             name=["jobs", "stages", "table2"],
             ext=["csv", "md"],
         ),
     log:
-        f"{LOGS}/cost_plan.log",
+        layout.log(RUN, "cost_plan"),
     localrule: True
+    container:
+        CONTAINERS["cpu"]
     params:
         cfg=json_param(config),
         out_dir=lambda w, output: os.path.dirname(output[0]),

@@ -5,16 +5,13 @@
 # trains the data-influence model on them, and the annotate rule scores the pool with it as
 # family `{variant}__influence{k}`. The variant's own selection, model and training log are then
 # assembled from its stages, so evaluation, tables and figures treat it like any variant.
-MATES_VARIANTS = mates_cfg.mates_variants(config)
-
-
-def mates_stage_files(pattern, wildcards):
-    """`pattern` (with {stage}) for every stage of the variant, in stage order."""
-    return expand(pattern, stage=mates_cfg.stage_names(config, wildcards.mates))
-
-
-def mates_resource(job, key):
-    return mates_cfg.resources(config, job)[key]
+MATES_VARIANTS = select_cfg.mates_variants(config)
+# A probe job's model, reference set and earlier selections.
+PROBE_INPUTS = lambda w: mates_cfg.probe_inputs(config, RUN, w.variant, int(w.stage))
+# Each stage's selection, manifest, model and log, in stage order.
+STAGE_INPUTS = lambda w: mates_cfg.stage_inputs(config, RUN, w.variant)
+PROBE_SHAPE = per_job(lambda w: mates_cfg.job_shape_of(config, "probe"))
+FIT_SHAPE = per_job(lambda w: mates_cfg.job_shape_of(config, "fit"))
 
 
 if MATES_VARIANTS:
@@ -24,103 +21,94 @@ if MATES_VARIANTS:
 
     rule mates_probe:
         input:
-            model=lambda w: (
-                f"{RUN}/models/{mates_cfg.stage_name(w.mates, int(w.stage) - 1)}/final"
-            ),
-            reference=lambda w: mates_cfg.reference_files(config, RUN, w.mates),
+            model=lambda w: PROBE_INPUTS(w)["model"],
+            reference=lambda w: PROBE_INPUTS(w)["reference"],
             # Stands for every shard's meta sidecar and tokens (as for selection).
-            corpus=f"{RUN}/tables/read_report.csv",
-            earlier=lambda w: mates_cfg.earlier_selections(RUN, w.mates, int(w.stage)),
+            corpus=layout.read_report(RUN),
+            earlier=lambda w: PROBE_INPUTS(w)["earlier"],
         output:
-            probes=f"{RUN}/mates/{{mates}}/stage{{stage}}/probes/part{{part}}.parquet",
-            metrics=f"{RUN}/mates/{{mates}}/stage{{stage}}/probes/part{{part}}.json",
+            probes=layout.mates_probes(RUN),
+            metrics=layout.mates_probe_metrics(RUN),
         log:
-            f"{LOGS}/mates_probe/{{mates}}/stage{{stage}}_part{{part}}.log",
+            layout.job_log(RUN, "mates_probe", "{variant}/stage{stage}_part{part}"),
+        benchmark:
+            layout.benchmark(RUN, "mates_probe", "{variant}/stage{stage}_part{part}")
         wildcard_constraints:
-            mates=names_pattern(MATES_VARIANTS),
+            variant=names_pattern(MATES_VARIANTS),
             stage="[0-9]+",
             part="[0-9]+",
         container:
             CONTAINERS["train"]
-        threads: 2
+        threads: job_threads(PROBE_SHAPE)
         resources:
-            mem_mb=mates_resource("probe", "mem_mb"),
-            runtime=mates_resource("probe", "runtime"),
-            gpu=mates_resource("probe", "gpu"),
+            **job_resources(PROBE_SHAPE),
         params:
             cfg=lambda w: json_param(
-                mates_cfg.probe_params(config, w.mates, int(w.stage))
+                mates_cfg.probe_params(config, w.variant, int(w.stage))
             ),
-            meta=expand(f"{RUN}/attributes/meta/{{shard}}.parquet", shard=SHARDS),
-            tokens_dir=f"{RUN}/corpus/tokens",
-            # Kept by the stage's pretrain job next to its model (rules/pretrain.smk).
+            meta=expand(layout.meta_sidecar(RUN), shard=SHARDS),
+            tokens_dir=layout.tokens_dir(RUN),
+            # Kept by the previous stage's pretrain job next to its model (rules/pretrain.smk).
             checkpoints=lambda w, input: os.path.join(
-                os.path.dirname(input.model), "checkpoints"
+                os.path.dirname(input.model[0]), "checkpoints"
             ),
+            gpus=lambda w: PROBE_SHAPE(w)["gpu"],
         shell:
             "selectlab mates probe --model {input.model} --checkpoints {params.checkpoints}"
             " --reference {input.reference}"
             " --params {params.cfg:q} --part {wildcards.part} --meta {params.meta}"
             " --tokens-dir {params.tokens_dir} --earlier {input.earlier}"
-            " --gpus {resources.gpu} --threads {threads} --out {output.probes}"
+            " --gpus {params.gpus} --threads {threads} --out {output.probes}"
             " --metrics {output.metrics} > {log} 2>&1"
 
     rule mates_fit:
         input:
-            probes=lambda w: expand(
-                f"{RUN}/mates/{w.mates}/stage{w.stage}/probes/part{{part}}.parquet",
-                part=mates_cfg.probe_parts(config, w.mates),
-            ),
+            probes=lambda w: mates_cfg.probe_files(config, RUN, w.variant, int(w.stage)),
         output:
-            model=directory(
-                f"{RUN}/mates/{{mates}}/stage{{stage}}/influence_model/model"
-            ),
-            card=f"{RUN}/mates/{{mates}}/stage{{stage}}/influence_model/rater_card.json",
-            metrics=f"{RUN}/mates/{{mates}}/stage{{stage}}/metrics.json",
+            model=directory(layout.influence_model(RUN)),
+            card=layout.influence_model_card(RUN),
+            metrics=layout.mates_fit_metrics(RUN),
         log:
-            f"{LOGS}/mates_fit/{{mates}}/stage{{stage}}.log",
+            layout.job_log(RUN, "mates_fit", "{variant}/stage{stage}"),
+        benchmark:
+            layout.benchmark(RUN, "mates_fit", "{variant}/stage{stage}")
         wildcard_constraints:
-            mates=names_pattern(MATES_VARIANTS),
+            variant=names_pattern(MATES_VARIANTS),
             stage="[0-9]+",
         container:
             CONTAINERS["train"]
-        threads: 2
+        threads: job_threads(FIT_SHAPE)
         resources:
-            mem_mb=mates_resource("fit", "mem_mb"),
-            runtime=mates_resource("fit", "runtime"),
-            gpu=mates_resource("fit", "gpu"),
+            **job_resources(FIT_SHAPE),
         params:
             cfg=lambda w: json_param(
-                mates_cfg.influence_model_params(config, w.mates, int(w.stage))
+                mates_cfg.influence_model_params(config, w.variant, int(w.stage))
             ),
             out=parent_dir("card"),
+            gpus=lambda w: FIT_SHAPE(w)["gpu"],
         shell:
             "selectlab mates fit --probes {input.probes} --params {params.cfg:q}"
-            " --gpus {resources.gpu} --threads {threads} --out {params.out}"
+            " --gpus {params.gpus} --threads {threads} --out {params.out}"
             " --metrics {output.metrics} > {log} 2>&1"
 
     rule mates_selection:
         input:
-            selections=lambda w: mates_stage_files(
-                f"{RUN}/selections/{{stage}}/selection.parquet", w
-            ),
-            manifests=lambda w: mates_stage_files(
-                f"{RUN}/selections/{{stage}}/manifest.json", w
-            ),
+            selections=lambda w: STAGE_INPUTS(w)["selections"],
+            manifests=lambda w: STAGE_INPUTS(w)["manifests"],
         output:
-            selection=f"{RUN}/selections/{{mates}}/selection.parquet",
-            manifest=f"{RUN}/selections/{{mates}}/manifest.json",
+            selection=layout.selection(RUN),
+            manifest=layout.selection_manifest(RUN),
         log:
-            f"{LOGS}/mates_selection/{{mates}}.log",
+            layout.job_log(RUN, "mates_selection", "{variant}"),
         wildcard_constraints:
-            mates=names_pattern(MATES_VARIANTS),
+            variant=names_pattern(MATES_VARIANTS),
         container:
             CONTAINERS["cpu"]
+        threads: rule_threads("mates_selection")
         resources:
-            mem_mb=8000,
-            runtime=60,
+            **rule_resources("mates_selection"),
         params:
-            cfg=lambda w: json_param(mates_cfg.assembly_params(config, w.mates)),
+            cfg=lambda w: json_param(mates_cfg.assembly_params(config, w.variant)),
             out_dir=parent_dir("manifest"),
         shell:
             "selectlab mates finish-selection --selections {input.selections}"
@@ -129,21 +117,21 @@ if MATES_VARIANTS:
 
     rule mates_model:
         input:
-            models=lambda w: mates_stage_files(f"{RUN}/models/{{stage}}/final", w),
-            logs=lambda w: mates_stage_files(f"{RUN}/models/{{stage}}/train_log.csv", w),
+            models=lambda w: STAGE_INPUTS(w)["models"],
+            logs=lambda w: STAGE_INPUTS(w)["logs"],
         output:
-            model=directory(f"{RUN}/models/{{mates}}/final"),
-            train_log=f"{RUN}/models/{{mates}}/train_log.csv",
+            model=directory(layout.final_model(RUN)),
+            train_log=layout.train_log(RUN),
         log:
-            f"{LOGS}/mates_model/{{mates}}.log",
+            layout.job_log(RUN, "mates_model", "{variant}"),
         wildcard_constraints:
-            mates=names_pattern(MATES_VARIANTS),
+            variant=names_pattern(MATES_VARIANTS),
         container:
             CONTAINERS["cpu"]
+        threads: rule_threads("mates_model")
         resources:
-            mem_mb=4000,
-            runtime=120,
+            **rule_resources("mates_model"),
         shell:
             "selectlab mates finish-model --models {input.models} --logs {input.logs}"
-            " --variant {wildcards.mates} --out-dir {output.model}"
+            " --variant {wildcards.variant} --out-dir {output.model}"
             " --out-log {output.train_log} > {log} 2>&1"

@@ -20,8 +20,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from selectlab.config import load_config, resolve_selection
+from selectlab.config import load_config
 from selectlab.mates import plan as mates_plan
+from selectlab.selection import resolve as select_cfg
+from selectlab.selection.resolve import resolve_selection
 
 pytestmark = pytest.mark.e2e
 
@@ -66,19 +68,17 @@ def test_every_stage_wrote_its_files(run_dir, config):
     expected += [f"corpus/tokens/{s}.npy" for s in shards]
     expected += [f"attributes/meta/{s}.parquet" for s in shards]
     for variant in variants:
-        # A MATES variant trains stage by stage: its stages pack their own sequences.
-        packed = mates_plan.stage_names(config, variant) \
-            if variant in mates_plan.mates_variants(config) else [variant]
         expected += [f"selections/{variant}/selection.parquet",
                      f"models/{variant}/final/model.safetensors",
                      f"models/{variant}/train_log.csv", f"eval/{variant}/perplexity.json",
                      f"eval/{variant}/icl.json"]
-        expected += [f"selections/{name}/train.npy" for name in packed]
     expected += [f"tables/{name}.{ext}" for name in ("cost", "cost_variants",
                                                      "cost_metarater_table2")
                  for ext in ("csv", "md")]
     missing = [path for path in expected if not (run_dir / path).is_file()]
     assert not missing
+    # The packed sequences are temporary: read by pretraining alone, removed once it is done.
+    assert not list(run_dir.glob("selections/*/train.npy"))
     for png in ("figures/ppl_vs_icl.png", "figures/loss_curves.png"):
         assert (run_dir / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -92,8 +92,8 @@ def test_selections_hit_budget_and_keep_source_proportions(run_dir, config):
         assert not selection["id"].duplicated().any()
         total = selection["n_tokens"].sum()
         # A MATES variant's stages each end within a document of their share.
-        takes = mates_plan.settings(config, variant)["stages"] \
-            if variant in mates_plan.mates_variants(config) else 1
+        takes = select_cfg.mates_settings(config, variant)["stages"] \
+            if variant in select_cfg.mates_variants(config) else 1
         assert budget <= total <= budget + takes * selection["n_tokens"].max()
         share = selection.groupby("set_name")["n_tokens"].sum() / total
         # Stated tolerance: every source within 2 percentage points of its pool share.
@@ -245,7 +245,7 @@ def test_mates_sees_the_planted_damage_and_selects_less_of_it_than_uniform(run_d
     from selectlab.selection.overlap import corrupted_fraction
 
     truth = pd.read_parquet(run_dir / "corpus/ground_truth.parquet")
-    (variant,) = mates_plan.mates_variants(config)
+    (variant,) = select_cfg.mates_variants(config)
     directory = run_dir / f"mates/{variant}/stage2"
     probes = pd.concat(pd.read_parquet(p) for p in sorted(directory.glob("probes/part*.parquet")))
     damaged = (truth.set_index("id").loc[probes["id"], "operator"] != "none").to_numpy()
@@ -262,7 +262,7 @@ def test_mates_sees_the_planted_damage_and_selects_less_of_it_than_uniform(run_d
     uniform = corrupted_fraction(
         pd.read_parquet(run_dir / "selections/uniform/selection.parquet"), truth)
     by_influence = corrupted_fraction(pd.read_parquet(
-        run_dir / f"selections/{mates_plan.stage_name(variant, 2)}/selection.parquet"), truth)
+        run_dir / f"selections/{select_cfg.mates_stage_name(variant, 2)}/selection.parquet"), truth)
     whole = corrupted_fraction(
         pd.read_parquet(run_dir / f"selections/{variant}/selection.parquet"), truth)
     assert by_influence < uniform - 0.05 and whole < uniform
@@ -270,8 +270,8 @@ def test_mates_sees_the_planted_damage_and_selects_less_of_it_than_uniform(run_d
 
 def test_mates_stages_select_disjoint_shares_and_the_later_one_by_predicted_influence(
         run_dir, config):
-    (variant,) = mates_plan.mates_variants(config)
-    stages = mates_plan.stage_names(config, variant)
+    (variant,) = select_cfg.mates_variants(config)
+    stages = select_cfg.mates_stage_names(config, variant)
     picked = [pd.read_parquet(run_dir / f"selections/{name}/selection.parquet") for name in stages]
     union = pd.read_parquet(run_dir / f"selections/{variant}/selection.parquet")
     assert union["id"].tolist() == [i for frame in picked for i in frame["id"]]
@@ -286,7 +286,7 @@ def test_mates_stages_select_disjoint_shares_and_the_later_one_by_predicted_infl
     assert np.isfinite(probes["influence"]).all() and probes["influence"].std() > 0
     # Stage 2 takes the highest predicted influence inside each source (top-k, temperature 0);
     # stage 1's documents have none.
-    family = mates_plan.family_name(variant, 2)
+    family = select_cfg.influence_family(variant, 2)
     scores = pd.concat(pd.read_parquet(p).merge(pd.read_parquet(
         run_dir / f"attributes/meta/{p.stem}.parquet")[["id", "set_name"]], on="id")
         for p in sorted((run_dir / f"attributes/{family}").glob("shard_*.parquet")))

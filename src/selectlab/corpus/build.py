@@ -20,13 +20,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from selectlab.corpus.corrupt import OPERATORS, CorruptionContext, corrupt
+from selectlab.corpus.resolve import REFERENCE_SPLIT
 from selectlab.corpus.sources import SOURCE_READERS, RawText
 from selectlab.corpus.wiki import donor_passages
 from selectlab.shards import Document, atomic_path, write_documents, write_json
 
 HELDOUT_SPLITS = ("validation", "test")
-# An optional third split that evaluation never reads: the reference set of MATES probes.
-REFERENCE_SPLIT = "reference"
 CLEAN = "none"
 
 

@@ -1,4 +1,5 @@
-"""The jobs of a configuration, stage by stage, as `PlannedJob` rows (selectlab.cost.plan).
+"""The jobs of a configuration, stage by stage, as `PlannedJob` rows (selectlab.cost.sizes),
+which selectlab.cost.plan turns into the estimate's tables.
 
 Token counts per job, by stage (upper bounds where the config gives caps):
 - judging: queries x (prompt: the judged text at its cap + the template; answer: the
@@ -14,7 +15,6 @@ Token counts per job, by stage (upper bounds where the config gives caps):
 
 from __future__ import annotations
 
-from selectlab.cost.plan import PlannedJob, Sizes, gpu_of
 from selectlab.cost.roles import (
     ANNOTATION,
     CONSTRUCTION,
@@ -25,6 +25,7 @@ from selectlab.cost.roles import (
     RATER_TRAINING,
     proxies_trained,
 )
+from selectlab.cost.sizes import PlannedJob, Sizes, gpu_of
 from selectlab.flops import ModelShape, combined_shape
 
 CHARS_PER_TOKEN = 4
@@ -65,10 +66,10 @@ def protocol_tokens(protocol: str, settings: dict, logprobs: bool) -> tuple[int,
 
 
 def judge_jobs(config: dict, sizes: Sizes, throughput: dict) -> list[PlannedJob]:
-    from selectlab.judge.resolve import configured_protocols, is_simulated
+    from selectlab.judge.resolve import configured_protocols, is_simulated, job_shape_of_judge
 
     backend = config["judge"]["backend"]
-    gpus, gpu_type = gpu_of(config["judge"].get("resources", {}), throughput)
+    gpus, gpu_type = gpu_of(job_shape_of_judge(config), throughput)
     shape = None if is_simulated(config) else sizes.shape(
         backend["model"], int(backend.get("max_model_len", 4096)))
     jobs = []
@@ -152,24 +153,25 @@ def annotation_jobs(config: dict, sizes: Sizes, throughput: dict) -> list[Planne
 
 
 def pretrain_gpus(config: dict, variant: str, throughput: dict) -> tuple[int, str]:
-    from selectlab import config as cfg
+    """GPUs of the variant's pretraining job, over all its nodes, and their type."""
+    from selectlab.train.resolve import pretrain_shape
 
-    preset = config["models"]["presets"][cfg.preset_name(config, variant)]
-    resources = preset.get("resources", {})
-    gpus, gpu_type = gpu_of(resources, throughput)
-    return gpus * int(resources.get("nodes", 1)), gpu_type
+    shape = pretrain_shape(config, variant)
+    gpus, gpu_type = gpu_of(shape, throughput)
+    return gpus * int(shape["nodes"]), gpu_type
 
 
 def pretraining_jobs(config: dict, sizes: Sizes, throughput: dict, names: list[str],
                      stage: str, item_of) -> list[PlannedJob]:
     """Pre-training of each model on its budget."""
-    from selectlab import config as cfg
+    from selectlab.selection.resolve import resolve_selection
+    from selectlab.train.resolve import preset_name, resolve_pretrain
 
     jobs = []
     for name in names:
-        settings = cfg.resolve_pretrain(config, name)["settings"]
-        shape = sizes.preset(cfg.preset_name(config, name), settings["seq_len"])
-        budget = cfg.resolve_selection(config, name)["budget_tokens"]
+        settings = resolve_pretrain(config, name)["settings"]
+        shape = sizes.preset(preset_name(config, name), settings["seq_len"])
+        budget = resolve_selection(config, name)["budget_tokens"]
         gpus, gpu_type = pretrain_gpus(config, name, throughput)
         jobs.append(_job(stage, item_of(name), f"pretrain {name}", 1, shape, train=budget,
                          gpus=gpus, gpu_type=gpu_type))
@@ -179,34 +181,41 @@ def pretraining_jobs(config: dict, sizes: Sizes, throughput: dict, names: list[s
 def evaluation_jobs(config: dict, sizes: Sizes, throughput: dict, names: list[str],
                     stage: str, item_of, icl: bool) -> list[PlannedJob]:
     """Held-out perplexity (and ICL) of each model."""
-    from selectlab import config as cfg
+    from selectlab.evaluate.resolve import eval_shape
+    from selectlab.train.resolve import preset_name, resolve_pretrain
 
     jobs = []
-    gpus = int(config["evaluation"].get("gpu", 0))
     for name in names:
-        settings = cfg.resolve_pretrain(config, name)["settings"]
-        shape = sizes.preset(cfg.preset_name(config, name), settings["seq_len"])
+        settings = resolve_pretrain(config, name)["settings"]
+        shape = sizes.preset(preset_name(config, name), settings["seq_len"])
         read = sizes.heldout_tokens() + (sizes.icl_tokens() if icl else 0.0)
-        _, gpu_type = pretrain_gpus(config, name, throughput)
+        gpus, gpu_type = gpu_of(eval_shape(config, "eval_perplexity", name), throughput)
         jobs.append(_job(stage, item_of(name), f"evaluate {name}", 1, shape, infer=read,
                          gpus=gpus, gpu_type=gpu_type))
     return jobs
 
 
 def mates_jobs(config: dict, sizes: Sizes, throughput: dict) -> list[PlannedJob]:
-    from selectlab.config import preset_name
+    from selectlab.annotate import resolve as annotate
     from selectlab.mates import plan as mates
+    from selectlab.selection.resolve import (
+        influence_family,
+        influence_stages,
+        mates_settings,
+        mates_variants,
+    )
+    from selectlab.train.resolve import preset_name
 
     documents, tokens = sizes.pool()
     shards = shard_count(config)
     jobs = []
-    for variant in mates.mates_variants(config):
-        spec = mates.settings(config, variant)
-        for stage in mates.selected_stages(config, variant):
+    for variant in mates_variants(config):
+        spec = mates_settings(config, variant)
+        for stage in influence_stages(config, variant):
             probe = mates.probe_params(config, variant, stage)
             lm = sizes.preset(preset_name(config, variant), probe["seq_len"])
             per_job = probe["probes"] / probe["parts"]
-            gpus, gpu_type = gpu_of(mates.resources(config, "probe"), throughput)
+            gpus, gpu_type = gpu_of(mates.job_shape_of(config, "probe"), throughput)
             jobs.append(_job(MATES, variant, f"probe {variant} stage {stage}", probe["parts"],
                              lm, train=per_job * probe["unit_tokens"],
                              infer=(per_job + 1) * probe["reference_tokens"], gpus=gpus,
@@ -216,30 +225,29 @@ def mates_jobs(config: dict, sizes: Sizes, throughput: dict) -> list[PlannedJob]
             read = spec["probes"] * spec["unit_tokens"]
             trained = read * (1 - spec["heldout_fraction"]) * model["epochs"] \
                 if model["train_backbone"] else 0.0
-            gpus, gpu_type = gpu_of(mates.resources(config, "fit"), throughput)
+            gpus, gpu_type = gpu_of(mates.job_shape_of(config, "fit"), throughput)
             jobs.append(_job(MATES, variant, f"fit {variant} stage {stage}", 1, shape,
                              train=trained, infer=read, gpus=gpus, gpu_type=gpu_type))
             units = min(tokens, documents * spec["unit_tokens"]) / shards
-            gpus, gpu_type = gpu_of(mates.resources(config, "annotate"), throughput)
-            jobs.append(_job(MATES, variant, f"annotate {mates.family_name(variant, stage)} "
+            family = influence_family(variant, stage)
+            gpus, gpu_type = gpu_of(annotate.resources(config, family), throughput)
+            jobs.append(_job(MATES, variant, f"annotate {family} "
                              "(per shard)", shards, shape, infer=units, gpus=gpus,
                              gpu_type=gpu_type))
     return jobs
 
 
 def all_jobs(config: dict, throughput: dict) -> list[PlannedJob]:
-    from selectlab import config as cfg
-    from selectlab.mates import plan as mates
+    from selectlab.selection.resolve import mates_stage_names, mates_variants, parse_proxy_name
 
     sizes = Sizes(config)
     variants = list(config["variants"])
-    parent = {stage: name for name in mates.mates_variants(config)
-              for stage in mates.stage_names(config, name)}
+    staged = mates_variants(config)
+    parent = {stage: name for name in staged for stage in mates_stage_names(config, name)}
     trained = [stage for name in variants
-               for stage in (mates.stage_names(config, name)
-                             if name in mates.mates_variants(config) else [name])]
+               for stage in (mates_stage_names(config, name) if name in staged else [name])]
     proxies = proxies_trained(config)
-    search = lambda name: cfg.parse_proxy_name(name)[0]  # noqa: E731
+    search = lambda name: parse_proxy_name(name)[0]  # noqa: E731
     return (judge_jobs(config, sizes, throughput) + rater_jobs(config, sizes, throughput)
             + annotation_jobs(config, sizes, throughput)
             + pretraining_jobs(config, sizes, throughput, proxies, CONSTRUCTION, search)

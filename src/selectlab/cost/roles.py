@@ -16,6 +16,10 @@ No torch here: the workflow passes these roles to the table job as parameters.
 
 from __future__ import annotations
 
+from selectlab.report.plan import metarater_figure_fits
+from selectlab.selection import resolve as select_cfg
+from selectlab.train.resolve import preset_name
+
 JUDGING = "judging"
 RATER_TRAINING = "rater training"
 ANNOTATION = "annotation"
@@ -26,47 +30,39 @@ SFT = "SFT"
 EVALUATION = "evaluation"
 STAGES = (JUDGING, RATER_TRAINING, ANNOTATION, CONSTRUCTION, MATES, PRETRAINING, SFT, EVALUATION)
 RATING = (JUDGING, RATER_TRAINING, ANNOTATION)  # Meta-rater's "quality scores rating"
-COST_TABLE_NAMES = ["cost", "cost_variants", "cost_metarater_table2"]  # under tables/
 
 
 def proxies_trained(config: dict) -> list[str]:
     """Every proxy some Meta-rater fit reads (each search's first N, N the largest used)."""
-    from selectlab import config as cfg
-
-    return [name for search, count in cfg.metarater_figure_fits(config)
-            for name in cfg.proxy_names(config, search, count)]
+    return [name for search, count in metarater_figure_fits(config)
+            for name in select_cfg.proxy_names(config, search, count)]
 
 
 def model_roles(config: dict) -> dict[str, dict]:
     """variant (configured, proxy or MATES stage) -> {stage, item, variant, preset}: the stage and
     row its pre-training counts towards, and the configured variant it serves."""
-    from selectlab import config as cfg
-    from selectlab.mates import plan as mates
-
     roles = {}
     for name in config["variants"]:
-        if name in mates.mates_variants(config):
-            for stage in mates.stage_names(config, name):
+        if name in select_cfg.mates_variants(config):
+            for stage in select_cfg.mates_stage_names(config, name):
                 roles[stage] = {"stage": PRETRAINING, "item": name, "variant": name}
         else:
             roles[name] = {"stage": PRETRAINING, "item": name, "variant": name}
     for name in proxies_trained(config):
-        search, _ = cfg.parse_proxy_name(name)
+        search, _ = select_cfg.parse_proxy_name(name)
         roles[name] = {"stage": CONSTRUCTION, "item": search, "variant": ""}
     for name, role in roles.items():
-        role["preset"] = cfg.preset_name(config, name)
+        role["preset"] = preset_name(config, name)
     return roles
 
 
 def evaluated(config: dict) -> dict[str, dict]:
     """variant -> role of its evaluation jobs (configured variants: perplexity and ICL;
     proxies: perplexity, part of Meta-rater's construction)."""
-    from selectlab import config as cfg
-
     roles = {name: {"stage": EVALUATION, "item": name, "variant": name}
              for name in config["variants"]}
     for name in proxies_trained(config):
-        roles[name] = {"stage": CONSTRUCTION, "item": cfg.parse_proxy_name(name)[0],
+        roles[name] = {"stage": CONSTRUCTION, "item": select_cfg.parse_proxy_name(name)[0],
                        "variant": ""}
     return roles
 
@@ -74,15 +70,11 @@ def evaluated(config: dict) -> dict[str, dict]:
 def table_roles(config: dict) -> dict:
     """What the cost table job needs to place every row: the roles of trained and evaluated
     models and the variant each MATES influence family serves."""
-    from selectlab.mates import plan as mates
-
     families = {}
-    for variant in mates.mates_variants(config):
-        for stage in mates.selected_stages(config, variant):
-            families[mates.family_name(variant, stage)] = variant
-    from selectlab import config as cfg
-
-    searches = {name: cfg.selection_params(config, name)["search"]
+    for variant in select_cfg.mates_variants(config):
+        for stage in select_cfg.influence_stages(config, variant):
+            families[select_cfg.influence_family(variant, stage)] = variant
+    searches = {name: select_cfg.selection_params(config, name)["search"]
                 for name, v in config["variants"].items() if v["method"] == "metarater"}
     return {"models": model_roles(config), "evaluations": evaluated(config),
             "variants": list(config["variants"]), "mates_families": families,

@@ -1,0 +1,324 @@
+"""The selection stage's plan: which variants exist, and what each selection job needs.
+
+Plain dict functions of the validated config (no pandas or numpy at import time: the workflow
+imports this module while it builds the job graph). A variant is a configured entry of
+`variants:` (grids already expanded, see `selection.grids`), a Meta-rater proxy generated
+from `metarater.searches`, or a stage of a MATES variant generated from the `mates` section
+(the stages' probe, fit and annotation jobs are planned by `selectlab.mates.plan`). The
+workflow passes each job only its own resolved section (as JSON `params`), so Snakemake reruns
+exactly the jobs whose settings changed.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from selectlab import layout
+from selectlab.corpus.resolve import reference_split_configured
+
+# Meta-rater proxies are variants generated from `metarater.searches`, named
+# `{search}__proxy{index:03d}`; config variant names may not take that form (the schema says so).
+PROXY_MARK = "__proxy"
+PROXY_FAMILY = "metarater_proxy"
+# A MATES variant V (method `mates`) pre-trains in stages, each a generated variant
+# `V__stage{k}`; stage k > 1 selects by the influence family `V__influence{k}`. Config variant
+# names may not end in `__stage{k}` either (the schema says so).
+MATES_METHOD = "mates"
+STAGE_MARK = "__stage"
+INFLUENCE_MARK = "__influence"
+INFLUENCE_COLUMN = "influence"
+HELDOUT_REFERENCE = "heldout:reference"
+# A MATES variant's params may override these keys of the `mates` section.
+MATES_OVERRIDES = ("stages", "probes", "probe_jobs", "temperature")
+
+
+def variant_names(config: dict) -> list[str]:
+    """The configured variants (the tables' rows), in config order; proxies left out."""
+    return list(config["variants"])
+
+
+def variant_name_pattern(config: dict) -> str:
+    """A regular expression matching every variant, proxy and MATES stage name (the `variant`
+    wildcard)."""
+    return "|".join(variant_names(config) + proxy_name_patterns(config)
+                    + stage_name_patterns(config))
+
+
+def metarater_searches(config: dict) -> dict:
+    return config.get("metarater", {}).get("searches", {})
+
+
+def proxy_name(search: str, index: int) -> str:
+    return f"{search}{PROXY_MARK}{index:03d}"
+
+
+def parse_proxy_name(name: str) -> tuple[str, int] | None:
+    """(search, index) of a proxy variant name, or None for any other name."""
+    search, mark, index = name.rpartition(PROXY_MARK)
+    if not mark or not search or not index.isdigit():
+        return None
+    return search, int(index)
+
+
+def proxy_names(config: dict, search: str, count: int | None = None) -> list[str]:
+    """The first `count` proxies of a search (all of them by default)."""
+    spec = metarater_searches(config)[search]
+    count = spec["proxies"] if count is None else count
+    if not 1 <= count <= spec["proxies"]:
+        raise ValueError(f"search {search!r} has {spec['proxies']} proxies, {count} asked for")
+    return [proxy_name(search, index) for index in range(count)]
+
+
+def proxy_name_patterns(config: dict) -> list[str]:
+    """Regular expressions matching every proxy name of every search (wildcard constraints)."""
+    return [f"{search}{PROXY_MARK}[0-9]{{3}}" for search in metarater_searches(config)]
+
+
+def proxy_variant_names(config: dict) -> list[str]:
+    return [name for search in metarater_searches(config) for name in proxy_names(config, search)]
+
+
+@functools.cache
+def cached_proxy_weights(seed: int, index: int, n_scores: int, alpha: float) -> tuple[float, ...]:
+    """Planning resolves each of a full-scale config's ~1,300 proxies dozens of times (every rule
+    of every proxy job); the Dirichlet draw is a pure function of these arguments."""
+    from selectlab.selection.metarater import proxy_weights
+
+    return tuple(proxy_weights(seed, index, n_scores, alpha))
+
+
+def proxy_entry(config: dict, search: str, index: int) -> dict:
+    """A proxy as a variant: top-k on its own Dirichlet weights, a small model, no ICL."""
+    spec = metarater_searches(config)[search]
+    if index >= spec["proxies"]:
+        raise ValueError(f"search {search!r} has {spec['proxies']} proxies, not {index + 1}")
+    seed = int(spec.get("seed", config["seed"]))
+    weights = list(cached_proxy_weights(seed, index, len(spec["scores"]),
+                                        float(spec.get("dirichlet_alpha", 1.0))))
+    params = {"scores": list(spec["scores"]), "weights": weights}
+    if "strata" in spec:
+        params["strata"] = list(spec["strata"])
+    return {"family": PROXY_FAMILY, "label": f"{search} proxy {index}",
+            "method": "weighted_topk", "params": params, "seed": seed,
+            "budget_tokens": spec["budget_tokens"],
+            "pretrain": {"preset": spec["preset"]} | spec.get("pretrain", {})}
+
+
+def variant_entry(config: dict, name: str) -> dict:
+    """A configured variant, a Meta-rater proxy generated from its search, or a stage of a MATES
+    variant."""
+    if name in config["variants"]:
+        return config["variants"][name]
+    parsed = parse_proxy_name(name)
+    if parsed and parsed[0] in metarater_searches(config):
+        return proxy_entry(config, *parsed)
+    stage = parse_stage_name(config, name)
+    if stage:
+        return stage_entry(config, *stage)
+    raise KeyError(f"no variant {name!r} in the config (nor a Meta-rater proxy or MATES stage "
+                   "of that name)")
+
+
+def variant_seed(config: dict, name: str) -> int:
+    return int(variant_entry(config, name).get("seed", config["seed"]))
+
+
+def selection_params(config: dict, name: str) -> dict:
+    """A variant's params, with a Meta-rater variant's scores copied in from its search."""
+    variant = variant_entry(config, name)
+    params = dict(variant.get("params", {}))
+    if variant["method"] == "metarater":
+        searches = metarater_searches(config)
+        if params.get("search") not in searches:
+            raise ValueError(f"variant {name!r}: unknown Meta-rater search "
+                             f"{params.get('search')!r}; known: {sorted(searches)}")
+        spec = searches[params["search"]]
+        params.setdefault("proxies", spec["proxies"])
+        proxy_names(config, params["search"], params["proxies"])  # checks the count
+        params["scores"] = list(spec["scores"])
+    if variant["method"] == "curriculum":
+        base = config["variants"].get(params.get("of"))
+        if base is None:
+            raise ValueError(f"variant {name!r}: curriculum over unknown variant "
+                             f"{params.get('of')!r}")
+        if base["method"] == "curriculum":
+            raise ValueError(f"variant {name!r}: reorders {params['of']!r}, itself a "
+                             "curriculum; name the selection it reorders instead")
+    return params
+
+
+def resolve_selection(config: dict, name: str) -> dict:
+    """What `selectlab select run` needs for one variant."""
+    variant = variant_entry(config, name)
+    params = selection_params(config, name)
+    if variant["method"] == "curriculum":
+        # A curriculum trains on exactly its base variant's documents, so it has their budget.
+        budget = resolve_selection(config, params["of"])["budget_tokens"]
+    else:
+        budget = variant.get("budget_tokens", config["selection"]["budget_tokens"])
+        budget = int(round(budget * variant.get("budget_scale", 1.0)))
+    return {
+        "name": name,
+        "method": variant["method"],
+        "budget_tokens": budget,
+        "seed": variant_seed(config, name),
+        "params": params,
+    }
+
+
+def selection_raters(config: dict, name: str) -> list[str]:
+    """Sidecar families (besides meta) that a variant's selection reads."""
+    from selectlab.selection.methods import required_raters
+
+    return required_raters(selection_params(config, name))
+
+
+def score_inputs(config: dict, root: str, name: str) -> list[str]:
+    """The throughput table of each score family a variant's selection reads.
+
+    Each is written after every shard of its family, so it stands for all of them."""
+    return [layout.family_throughput(root, family, "csv")
+            for family in selection_raters(config, name)]
+
+
+def selection_upstream(config: dict, root: str, name: str) -> list[str]:
+    """The one file a variant's selection reads besides sidecars: fitted Meta-rater weights,
+    or the selection a curriculum reorders; [] for every other method."""
+    variant = variant_entry(config, name)
+    params = selection_params(config, name)
+    if variant["method"] == "metarater":
+        return [layout.metarater_weights(root, params["search"], params["proxies"])]
+    if variant["method"] == "curriculum":
+        return [layout.selection(root, params["of"])]
+    return []
+
+
+def resolve_metarater_fit(config: dict, search: str, proxies: int) -> dict:
+    """What `selectlab select metarater-fit` needs for one search fitted on its first N."""
+    meta = config["metarater"]
+    spec = metarater_searches(config)[search]
+    proxy_names(config, search, proxies)  # checks the count
+    return {
+        "search": search,
+        "scores": list(spec["scores"]),
+        "proxies_used": proxies,
+        "seed": int(spec.get("seed", config["seed"])),
+        "regressor": meta.get("regressor", {}),
+        "candidates": meta.get("candidates", 100_000),
+        "top": meta.get("top", 128),
+        "dirichlet_alpha": spec.get("dirichlet_alpha", 1.0),
+    }
+
+
+def proxy_inputs(config: dict, root: str, search: str, proxies: int) -> dict[str, list[str]]:
+    """The manifests and perplexities of the first N proxies of a search (a fit's inputs)."""
+    names = proxy_names(config, search, proxies)
+    return {"manifests": [layout.selection_manifest(root, name) for name in names],
+            "perplexity": [layout.perplexity(root, name) for name in names]}
+
+
+def metarater_fits(config: dict) -> list[tuple[str, int]]:
+    """(search, proxies) pairs some variant's selection uses, in config order."""
+    fits = []
+    for name, variant in config["variants"].items():
+        if variant["method"] == "metarater":
+            params = selection_params(config, name)
+            fits.append((params["search"], int(params["proxies"])))
+    return list(dict.fromkeys(fits))
+
+
+def metarater_fit_files(config: dict, root: str) -> list[str]:
+    return [layout.metarater_weights(root, search, n) for search, n in metarater_fits(config)]
+
+
+# ---- MATES (Yu et al., 2024): a variant pre-trained in stages ------------------------------
+# Meta-rater's MATES baseline (Section 4.1) keeps the top-k by the influence a ModernBERT model
+# predicts; MATES itself re-selects every 10k steps, the first stage on a uniform selection.
+def mates_variants(config: dict) -> list[str]:
+    return [name for name, v in config["variants"].items() if v["method"] == MATES_METHOD]
+
+
+def mates_settings(config: dict, variant: str) -> dict:
+    """The `mates` section with the variant's own overrides (stages, probes, ...); the
+    influence model's settings and the job sizes are left out (selectlab.mates.plan)."""
+    section = config.get("mates")
+    if not section:
+        raise ValueError(f"variant {variant!r} uses method mates but the config has no "
+                         "`mates` section")
+    entry = config["variants"][variant]
+    overrides = {k: v for k, v in (entry.get("params") or {}).items() if k in MATES_OVERRIDES}
+    merged = {k: v for k, v in section.items() if k not in ("influence_model", "resources")}
+    merged |= overrides
+    if merged["stages"] < 2:
+        raise ValueError(f"variant {variant!r}: MATES needs at least 2 stages")
+    if merged["reference"].startswith("heldout:") and merged["reference"] != HELDOUT_REFERENCE:
+        raise ValueError(f"mates.reference {merged['reference']!r}: the only held-out split it "
+                         f"may name is {HELDOUT_REFERENCE!r} (validation and test are reported)")
+    if merged["reference"] == HELDOUT_REFERENCE and not reference_split_configured(config):
+        raise ValueError("mates.reference is heldout:reference, but the corpus writes no "
+                         "reference split: set corpus.embedded.heldout_docs_per_source.reference"
+                         " (embedded corpus) or give a JSONL file")
+    return merged
+
+
+def mates_stage_name(variant: str, stage: int) -> str:
+    return f"{variant}{STAGE_MARK}{stage}"
+
+
+def influence_family(variant: str, stage: int) -> str:
+    """The sidecar family holding the influence predicted for `stage` (>= 2)."""
+    return f"{variant}{INFLUENCE_MARK}{stage}"
+
+
+def parse_stage_name(config: dict, name: str) -> tuple[str, int] | None:
+    """(variant, stage) of a generated stage variant's name, or None."""
+    variant, mark, stage = name.rpartition(STAGE_MARK)
+    if not mark or not stage.isdigit() or variant not in mates_variants(config):
+        return None
+    stage = int(stage)
+    return (variant, stage) if 1 <= stage <= mates_settings(config, variant)["stages"] else None
+
+
+def mates_stage_names(config: dict, variant: str) -> list[str]:
+    stages = mates_settings(config, variant)["stages"]
+    return [mates_stage_name(variant, k) for k in range(1, stages + 1)]
+
+
+def stage_name_patterns(config: dict) -> list[str]:
+    """Regular expressions of every stage variant name (wildcard constraints)."""
+    return [re.escape(variant) + STAGE_MARK + "[0-9]+" for variant in mates_variants(config)]
+
+
+def influence_stages(config: dict, variant: str) -> list[int]:
+    """The stages chosen by predicted influence (every stage after the uniform first)."""
+    return list(range(2, mates_settings(config, variant)["stages"] + 1))
+
+
+def stage_budgets(total: int, stages: int) -> list[int]:
+    """Equal shares of the token budget (MATES: equal 10k-step stages); the last takes the
+    rounding remainder."""
+    share = total // stages
+    return [share] * (stages - 1) + [total - share * (stages - 1)]
+
+
+def stage_entry(config: dict, variant: str, stage: int) -> dict:
+    """Stage `stage` of a MATES variant as a variant entry, selected, packed and trained by the
+    ordinary rules: stage 1 uniform and from scratch, stage k > 1 by predicted influence
+    (Gumbel top-k at `temperature`, 0 = top-k) continuing from stage k-1's model. Its learning
+    rate follows the run's schedule across stages (selectlab.train.resolve)."""
+    spec = mates_settings(config, variant)
+    entry = config["variants"][variant]
+    budget = stage_budgets(resolve_selection(config, variant)["budget_tokens"],
+                           spec["stages"])[stage - 1]
+    pretrain = dict(entry.get("pretrain") or {})
+    if stage == 1:
+        method, params = "uniform", {}
+    else:
+        method = "rating_sample"
+        params = {"score": f"{influence_family(variant, stage)}.{INFLUENCE_COLUMN}",
+                  "tau": float(spec["temperature"])}
+        pretrain["init_from"] = mates_stage_name(variant, stage - 1)
+    return {"family": entry["family"], "label": f"{entry.get('label', variant)} stage {stage}",
+            "method": method, "params": params, "seed": variant_seed(config, variant) + stage - 1,
+            "budget_tokens": budget, "pretrain": pretrain}
