@@ -39,7 +39,7 @@ class InfluenceAnnotator(Annotator):
     def setup(self) -> None:
         from selectlab.devices import select_device
         from selectlab.mates.units import earlier_ids
-        from selectlab.raters.io import load_rater
+        from selectlab.raters.load import load_rater
         from selectlab.tokens import load_tokenizer
 
         self.device = select_device(self.gpus)
