@@ -16,6 +16,7 @@ if config["corpus"]["mode"] == "embedded":
             heldout=expand(
                 layout.heldout(RUN), split=corpus_cfg.built_heldout_splits(config)
             ),
+            dsir_target=layout.dsir_target(RUN),
             ground_truth=layout.ground_truth(RUN),
             stats=layout.corpus_build_stats(RUN),
         log:

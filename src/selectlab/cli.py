@@ -17,6 +17,7 @@ from selectlab.commands import (
     corpus,
     cost,
     evaluate,
+    instruct,
     judge,
     mates,
     pretrain,
@@ -27,7 +28,7 @@ from selectlab.commands import (
 )
 
 STAGES = [corpus, tokens, judge, raters, annotate, analysis, select, mates, pretrain, evaluate,
-          report, cost]
+          instruct, report, cost]
 
 
 def build_parser() -> argparse.ArgumentParser:

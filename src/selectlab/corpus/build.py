@@ -1,9 +1,11 @@
 """Build the embedded corpus: read every source, hold out clean documents, corrupt, shard.
 
 Order matters and is fixed: (1) each source is read with its own generator, (2) validation and
-test documents are drawn per source from the clean text, before anything else touches it,
-(3) a fixed fraction of each source's remaining documents is corrupted, (4) the training
-documents of all sources are shuffled together and dealt round-robin into shards. Every random
+test documents are drawn per source from the clean text, before anything else touches it, then
+the sources named in `dsir_target_docs_per_source` give DSIR its target documents (a split of
+their own: DSIR's targets are never evaluation documents), (3) a fixed fraction of each source's
+remaining documents is corrupted, (4) the training documents of all sources are shuffled
+together and dealt round-robin into shards. Every random
 draw comes from a generator seeded by `params["seed"]` and a fixed label, and each corrupted
 document gets its own generator seeded by its id, so the same params give byte-identical files.
 """
@@ -26,6 +28,8 @@ from selectlab.corpus.wiki import donor_passages
 from selectlab.shards import Document, atomic_path, write_documents, write_json
 
 HELDOUT_SPLITS = ("validation", "test")
+DSIR_TARGET = "dsir_target"
+DSIR_TARGET_FILE = "dsir_target.jsonl.zst"
 CLEAN = "none"
 
 
@@ -80,23 +84,26 @@ def heldout_splits(heldout: Mapping[str, int]) -> tuple[str, ...]:
     return HELDOUT_SPLITS + ((REFERENCE_SPLIT,) if heldout.get(REFERENCE_SPLIT) else ())
 
 
-def _split_heldout(key: str, count: int, heldout: Mapping[str, int], seed: int
-                   ) -> dict[str, list[int]]:
-    """Indices of each source's held-out and train documents (each sorted).
-
-    The reference split is cut after validation and test, so asking for it leaves those two
-    as they were (the training part shrinks by its size)."""
-    needed = sum(heldout[split] for split in heldout_splits(heldout))
+def _split_heldout(key: str, count: int, heldout: Mapping[str, int], seed: int,
+                   target: int = 0) -> dict[str, list[int]]:
+    """Indices of each source's validation, test, DSIR target, reference (when asked) and train
+    documents (each sorted). Each part comes after the ones before it in the same shuffled
+    order, so adding the DSIR targets or the reference split changes none of the earlier
+    splits (the training part shrinks by their size)."""
+    held = sum(heldout[split] for split in HELDOUT_SPLITS)
+    reference = heldout.get(REFERENCE_SPLIT, 0)
+    needed = held + target + reference
     if count <= needed:
-        raise ValueError(f"source {key!r} yielded {count} documents but the held-out splits need "
-                         f"{needed} plus at least one for training; raise its max_docs or lower "
-                         "heldout_docs_per_source")
+        raise ValueError(f"source {key!r} yielded {count} documents but the held-out splits and "
+                         f"DSIR targets need {needed} plus at least one for training; raise its "
+                         "max_docs or lower heldout_docs_per_source / dsir_target_docs_per_source")
     order = list(range(count))
     _seeded(seed, "heldout", key).shuffle(order)
-    splits, start = {}, 0
-    for split in heldout_splits(heldout):
-        splits[split] = sorted(order[start:start + heldout[split]])
-        start += heldout[split]
+    n_val = heldout["validation"]
+    splits = {"validation": sorted(order[:n_val]), "test": sorted(order[n_val:held]),
+              DSIR_TARGET: sorted(order[held:held + target])}
+    if REFERENCE_SPLIT in heldout:
+        splits[REFERENCE_SPLIT] = sorted(order[held + target:needed])
     return splits | {"train": sorted(order[needed:])}
 
 
@@ -139,7 +146,9 @@ def _source_stats(set_name: str, read: list[RawText], splits: dict[str, list[int
         "clean_mean_characters": round(sum(len(t.text) for t in read) / max(len(read), 1), 1),
         "corrupted": sum(operators.values()),
         "corrupted_by_operator": dict(sorted(operators.items())),
-        "heldout": {split: len(splits[split]) for split in splits if split != "train"},
+        "heldout": {split: len(splits[split]) for split in (*HELDOUT_SPLITS, REFERENCE_SPLIT)
+                    if split in splits},
+        DSIR_TARGET: len(splits[DSIR_TARGET]),
         "detail_kinds": dict(sorted(Counter(_detail_kind(t.detail) for t in read).items())),
     }
 
@@ -169,12 +178,13 @@ def build_embedded_corpus(params: Mapping, set_names: Mapping[str, str], num_sha
     """Build the corpus described by `params` under `out_dir` and return its statistics.
 
     Writes raw/shard_{i:05d}.jsonl.zst, heldout/{validation,test[,reference]}.jsonl.zst,
-    ground_truth.parquet and build_stats.json (see docs/layout.md).
+    dsir_target.jsonl.zst, ground_truth.parquet and build_stats.json (see docs/layout.md).
     """
     out_dir = Path(out_dir)
     seed = int(params["seed"])
     asked = params["heldout_docs_per_source"]
     heldout = {split: int(asked[split]) for split in heldout_splits(asked)}
+    targets = {key: int(n) for key, n in (params.get("dsir_target_docs_per_source") or {}).items()}
     corruption = params.get("corruption", {})
     _, operators, _, _ = _check_corruption(corruption)
     if num_shards < 1:
@@ -183,15 +193,18 @@ def build_embedded_corpus(params: Mapping, set_names: Mapping[str, str], num_sha
     missing = sorted(set(sources) - set(set_names))
     if missing:
         raise ValueError(f"no set name for sources {missing}")
+    unknown = sorted(set(targets) - set(sources))
+    if unknown:
+        raise ValueError(f"dsir_target_docs_per_source names sources {unknown} that are not read")
     context = _corruption_context(corruption, operators, seed)
 
     training: list[TrainingDocument] = []
-    held: dict[str, list[Document]] = {split: [] for split in heldout}
+    held: dict[str, list[Document]] = {split: [] for split in (*heldout, DSIR_TARGET)}
     stats: dict = {"seed": seed, "num_shards": num_shards, "sources": {}}
     for key in sorted(sources):
         texts = read_source(key, sources[key], seed)
-        splits = _split_heldout(key, len(texts), heldout, seed)
-        for split in heldout:
+        splits = _split_heldout(key, len(texts), heldout, seed, targets.get(key, 0))
+        for split in (*heldout, DSIR_TARGET):
             held[split].extend(Document(id=f"{key}-{i:06d}", text=texts[i].text,
                                         set_name=set_names[key], source_detail=texts[i].detail)
                                for i in splits[split])
@@ -212,6 +225,7 @@ def build_embedded_corpus(params: Mapping, set_names: Mapping[str, str], num_sha
     _remove_stale_shards(out_dir / "raw", set(names))
     for split in heldout:
         write_documents(out_dir / "heldout" / f"{split}.jsonl.zst", held[split])
+    write_documents(out_dir / DSIR_TARGET_FILE, held[DSIR_TARGET])
     _write_ground_truth(out_dir / "ground_truth.parquet", training)
 
     per_source = stats["sources"].values()
@@ -221,6 +235,7 @@ def build_embedded_corpus(params: Mapping, set_names: Mapping[str, str], num_sha
         "characters": sum(s["characters"] for s in per_source),
         "corrupted": sum(s["corrupted"] for s in per_source),
         **{f"heldout_{split}": len(held[split]) for split in heldout},
+        DSIR_TARGET: len(held[DSIR_TARGET]),
     }
     write_json(out_dir / "build_stats.json", stats)
     return stats
