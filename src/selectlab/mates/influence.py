@@ -72,7 +72,7 @@ def fit_influence_model(probe_paths: Sequence[str | Path], params: dict, out_dir
     )
     from selectlab.raters.pointwise import PointData, PointwiseObjective
     from selectlab.raters.spec import REGRESSION, Head
-    from selectlab.raters.train import fit_frozen, fit_full
+    from selectlab.raters.train import fit_frozen, fit_full, split_validation
 
     started = time.perf_counter()
     torch.manual_seed(params["seed"])
@@ -94,12 +94,16 @@ def fit_influence_model(probe_paths: Sequence[str | Path], params: dict, out_dir
     train = train[plan.has_chunks[train]]
     if len(train) < 2:
         raise ValueError(f"{len(train)} probes to train the influence model on")
+    # Early stopping watches a validation part of the training probes, as the raters' does.
+    fit, validation = split_validation(train, train, params["validation_fraction"],
+                                       params["seed"])
     if trainable:
-        history = fit_full(backbone, head_module, texts, objective, train, settings)
+        history = fit_full(backbone, head_module, texts, objective, fit, validation, settings)
     else:
         with torch.inference_mode():
             features = backbone.features(texts, settings.forward_batch_size)[0].float()
-        history = fit_frozen(features.clone(), head_module, objective, train, settings)
+        history = fit_frozen(features.clone(), head_module, objective, fit, validation,
+                             settings)
     head_module.eval()
     backbone.eval()
     card = {"format": FORMAT_VERSION, "kind": "heads", "rater": RATER, "family": RATER,
