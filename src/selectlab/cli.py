@@ -15,9 +15,11 @@ from selectlab.commands import (
     analysis,
     annotate,
     corpus,
+    cost,
     evaluate,
     instruct,
     judge,
+    mates,
     papers,
     pretrain,
     raters,
@@ -26,8 +28,8 @@ from selectlab.commands import (
     tokens,
 )
 
-STAGES = [corpus, tokens, judge, raters, annotate, analysis, select, pretrain, evaluate, papers,
-          instruct, report]
+STAGES = [corpus, tokens, judge, raters, annotate, analysis, select, mates, pretrain, evaluate,
+          papers, instruct, report, cost]
 
 
 def build_parser() -> argparse.ArgumentParser:

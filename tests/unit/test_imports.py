@@ -17,8 +17,9 @@ PLANNING_MODULES = ["selectlab.layout", "selectlab.resources", "selectlab.schema
                     "selectlab.analysis.plan", "selectlab.selection.resolve",
                     "selectlab.selection.grids", "selectlab.train.resolve",
                     "selectlab.train.launch", "selectlab.evaluate.resolve",
-                    "selectlab.instruct.resolve", "selectlab.report.plan", "selectlab.replicates",
-                    "selectlab.papers.plan", "selectlab.papers.protocols",
+                    "selectlab.instruct.resolve", "selectlab.report.plan",
+                    "selectlab.mates.schedule", "selectlab.mates.plan", "selectlab.cost.roles",
+                    "selectlab.replicates", "selectlab.papers.plan", "selectlab.papers.protocols",
                     "selectlab.papers.layouts"]
 
 

@@ -17,6 +17,7 @@ import logging
 import math
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from selectlab.evaluate.icl_cache import (
     task_results,
 )
 from selectlab.evaluate.perplexity import canonical_dtype
+from selectlab.flops import ForwardTokens, cost_record, inference_flops, module_shape
 
 log = logging.getLogger(__name__)
 
@@ -180,10 +182,12 @@ def run_icl(
             if cached is not None:
                 found[(task, shots)] = cached
     missing = [setting for setting in dict.fromkeys(wanted) if setting not in found]
+    # The job's cost is what it computed; settings reused from the cache cost it nothing here.
+    cost = cost_record("inference", 0.0, seconds=0.0, gpus=0, device=str(device))
     if missing:
-        computed = evaluate_settings(model_dir, missing, include_path=include_path,
-                                     batch_size=batch_size, seed=seed, dtype=dtype,
-                                     device=device, limit=limit, max_length=max_length)
+        computed, cost = evaluate_settings(model_dir, missing, include_path=include_path,
+                                           batch_size=batch_size, seed=seed, dtype=dtype,
+                                           device=device, limit=limit, max_length=max_length)
         for (task, shots), results in computed.items():
             cache.put(task, shots, identity(task, shots), results)
         found.update(computed)
@@ -200,6 +204,7 @@ def run_icl(
             "limit": limit,
             "cached_settings": sorted(f"{t}@{s}" for t, s in found if (t, s) not in missing),
         },
+        "cost": cost | {"evaluated_settings": len(missing)},
     }
 
 
@@ -214,15 +219,17 @@ def evaluate_settings(
     device: str,
     limit: int | None,
     max_length: int | None,
-) -> dict[tuple[str, int], dict]:
-    """lm-eval's results per (task, shots): the model is loaded once, `simple_evaluate` runs
-    once per distinct shot count (its `num_fewshot` applies to a whole call)."""
+) -> tuple[dict[tuple[str, int], dict], dict]:
+    """lm-eval's results per (task, shots), and the cost of computing them: the model is loaded
+    once, `simple_evaluate` runs once per distinct shot count (its `num_fewshot` applies to a
+    whole call)."""
     import lm_eval
     from lm_eval.models.huggingface import HFLM
     from lm_eval.tasks import TaskManager
 
     model = HFLM(pretrained=str(model_dir), batch_size=batch_size, device=device, dtype=dtype,
                  softmax_dtype="float32", max_length=max_length)
+    started, fed = time.perf_counter(), ForwardTokens(model)
     if include_path is None:
         manager = TaskManager()
         cache = contextlib.nullcontext()
@@ -250,4 +257,12 @@ def evaluate_settings(
             )
             for name in names:
                 out[(name, shots)] = task_results(name, results)
-    return out
+    return out, icl_cost(model, fed.tokens, time.perf_counter() - started, device)
+
+
+def icl_cost(model, tokens: int, seconds: float, device: str) -> dict:
+    """Inference FLOPs over every token lm-eval fed the model (selectlab.flops)."""
+    shape = module_shape(model.model, model.max_length)
+    return cost_record("inference", inference_flops(shape, tokens), seconds=seconds,
+                       gpus=int(str(device).startswith("cuda")), device=str(device),
+                       shape=shape, tokens=tokens)

@@ -31,6 +31,8 @@ METARATER_FIGURES = ("metarater_fit", "metarater_weights", "metarater_proxies", 
 ANNOTATION_THROUGHPUT = "annotation_throughput"  # written by rules/annotate.smk
 # Written by rules/papers.smk beside the papers' numbered tables.
 VS_PUBLISHED, CLAIMS = "vs_published", "claims"
+# Written by rules/cost.smk (selectlab.cost.tables): per stage, per variant, Meta-rater Table 2.
+COST_TABLES = ("cost", "cost_variants", "cost_metarater_table2")
 # The win-rate table and figure (rules/instruct.smk), where the config has comparisons.
 WINRATE_TABLES = ("winrate",)
 WINRATE_FIGURES = ("winrate",)
@@ -107,7 +109,7 @@ class ReportPlan:
     def paper_tables(self) -> list[str]:
         """Every table of the three papers this configuration regenerates."""
         return (self.lead_tables() + list(TABLES) + self.winrate_tables() + self.rater_tables
-                + [ANNOTATION_THROUGHPUT] + self.analysis_tables())
+                + [ANNOTATION_THROUGHPUT] + self.analysis_tables() + list(COST_TABLES))
 
     def paper_figures(self) -> list[str]:
         return self.report_figures()

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from selectlab.flops import cost_record, module_shape, training_flops
 from selectlab.shards import write_json
 from selectlab.train import checkpoints, snapshots
 from selectlab.train.distributed import Distributed, all_reduce_mean, setup_distributed, wrap_model
@@ -191,7 +192,8 @@ def pretrain(data_path: str | Path, tokenizer_dir: str | Path, preset: ModelPres
     card = {}
     if dist.is_main:
         card = write_final_model(checkpoint_dir, out_dir, tokenizer, unwrap(model).config, s,
-                                 log_rows, total_steps, run_hash)
+                                 log_rows, total_steps, run_hash, device=str(dist.device),
+                                 gpus=dist.world_size if dist.device.type == "cuda" else 0)
         write_log(log_path, log_rows)
     dist.shutdown()
     return card
@@ -202,7 +204,8 @@ def unwrap(model: torch.nn.Module) -> torch.nn.Module:
 
 
 def write_final_model(checkpoint_dir, out_dir, tokenizer, config, s: TrainSettings,
-                      log_rows: list[dict], total_steps: int, run_hash: str = "") -> dict:
+                      log_rows: list[dict], total_steps: int, run_hash: str = "", *,
+                      device: str = "cpu", gpus: int = 0) -> dict:
     """Average the last checkpoints (DataMan's recipe) and save the result with the tokenizer,
     and the run's snapshots beside it.
 
@@ -226,6 +229,7 @@ def write_final_model(checkpoint_dir, out_dir, tokenizer, config, s: TrainSettin
         "final_loss": log_rows[-1]["loss"],
         "averaged_checkpoint_steps": steps,
         "settings": asdict(s),
+        "cost": training_cost(model, s, log_rows[-1], device, gpus),
     }
     card["snapshots"] = snapshots.move_snapshots(
         Path(checkpoint_dir) / snapshots.SNAPSHOTS, tmp, s.snapshot_fractions, run_hash)
@@ -233,6 +237,15 @@ def write_final_model(checkpoint_dir, out_dir, tokenizer, config, s: TrainSettin
     shutil.rmtree(out_dir, ignore_errors=True)
     os.replace(tmp, out_dir)
     return card
+
+
+def training_cost(model, s: TrainSettings, last_row: dict, device: str, gpus: int) -> dict:
+    """FLOPs (selectlab.flops: 6ND + attention) and time of every step of the run, resumed ones
+    included."""
+    shape = module_shape(model, s.seq_len)
+    return cost_record("train", training_flops(shape, last_row["tokens"]),
+                       seconds=last_row["seconds"], gpus=gpus, device=device, shape=shape,
+                       tokens=last_row["tokens"])
 
 
 def write_log(path: str | Path, rows: list[dict]) -> None:

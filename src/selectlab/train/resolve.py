@@ -11,10 +11,16 @@ from __future__ import annotations
 
 from selectlab import layout
 from selectlab.config import deep_merge
+from selectlab.mates.schedule import stage_schedule
 from selectlab.papers.protocols import curve_fractions
 from selectlab.replicates import replicate_names
 from selectlab.resources import job_shape, schema_default
-from selectlab.selection.resolve import variant_entry, variant_seed
+from selectlab.selection.resolve import (
+    mates_settings,
+    parse_stage_name,
+    variant_entry,
+    variant_seed,
+)
 
 
 def family_pretrain(config: dict, name: str) -> dict:
@@ -64,6 +70,12 @@ def resolve_pretrain(config: dict, name: str, snapshots: list[float] | None = No
     settings.setdefault("seed", variant_seed(config, name))
     if snapshots:
         settings["snapshot_fractions"] = list(snapshots)
+    stage = parse_stage_name(config, name)
+    if stage:
+        # A MATES stage trains on its share of the run's schedule (selectlab.mates.schedule).
+        variant, k = stage
+        run = resolve_pretrain(config, variant)["settings"]
+        settings |= stage_schedule(run, k, mates_settings(config, variant)["stages"])
     # A preset's job resources size the cluster job, not the model: resizing a job must not
     # change the job's params and so retrain a finished model.
     model = {k: v for k, v in config["models"]["presets"][preset].items() if k != "resources"}
