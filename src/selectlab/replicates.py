@@ -17,8 +17,19 @@ REPLICATE_MARK = "__rep"
 SEED_STRIDE = 7919  # a prime: replicate seeds of neighbouring base seeds do not collide
 
 
+# A MATES variant's stages are generated from the configured variant's name
+# (selectlab.selection.resolve), so a replicate of it would have none: it runs once whatever
+# the run's `replicates`, and asking it for more is an error.
+UNREPLICATED_METHODS = ("mates",)
+
+
 def replicate_count(config: dict, variant: str) -> int:
     entry = config["variants"][variant]
+    if entry["method"] in UNREPLICATED_METHODS:
+        if int(entry.get("replicates", 1)) > 1:
+            raise ValueError(f"variant {variant!r}: a {entry['method']} variant runs once; "
+                             f"it cannot have {entry['replicates']} replicates")
+        return 1
     return int(entry.get("replicates", config.get("replicates", 1)))
 
 

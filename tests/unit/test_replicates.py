@@ -39,6 +39,11 @@ def test_names_and_counts():
     assert parse_replicate_name("all25__proxy003") is None
     assert base_variant("overall_l5__rep2") == "overall_l5" and base_variant("x") == "x"
     assert replicate_names(EMBEDDED, "uniform") == ["uniform"]  # default: one run
+    # A MATES variant's stages are named after it: it runs once, and cannot ask for more.
+    assert replicate_names(config, "mates") == ["mates"]
+    config["variants"]["mates"]["replicates"] = 2
+    with pytest.raises(ValueError, match="runs once"):
+        replicate_names(config, "mates")
 
 
 def test_each_replicate_has_its_own_selection_and_model_seed():
