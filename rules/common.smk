@@ -103,6 +103,7 @@ def judge_ground_truth():
 # `resources`, evaluation jobs by `evaluation.gpu` and the same preset. Resources returned as None
 # are dropped by Snakemake, so the slurm plugin only sees what a job really asks for.
 from snakemake.settings.types import DeploymentMethod
+from selectlab.train import resolve as train_cfg
 
 USES_APPTAINER = (
     DeploymentMethod.APPTAINER in workflow.deployment_settings.deployment_method
@@ -151,6 +152,25 @@ def pretrain_mpi_resources(variant):
     if nodes <= 1:
         return {"tasks": None, "tasks_per_gpu": None, "mpi": None}
     return {"tasks": nodes, "tasks_per_gpu": 0, "mpi": "srun"}
+
+
+def slurm_partition_file():
+    """The slurm profile's partition file; None for other executors and inside a job.
+
+    Read from the executor's settings, which Snakemake sets after parsing the workflow (so
+    only resource functions, evaluated while the plan is built, see it) and not at all in a
+    dry run; there the plugin's own variable SNAKEMAKE_SLURM_PARTITIONS names the file."""
+    settings = workflow.executor_settings
+    path = getattr(settings, "partition_config", None) or os.environ.get(
+        "SNAKEMAKE_SLURM_PARTITIONS"
+    )
+    return str(path) if path else None
+
+
+def pretrain_gpu_mem_mb(variant):
+    """Estimated peak GPU memory of one pretraining process; stops the plan if it cannot fit
+    a GPU of a partition the job could be sent to (selectlab.train.memory)."""
+    return train_cfg.checked_gpu_memory_mb(config, variant, slurm_partition_file())
 
 
 def pretrain_container(wildcards):

@@ -25,16 +25,18 @@ rule pretrain:
         tasks=lambda w: pretrain_mpi_resources(w.variant)["tasks"],
         tasks_per_gpu=lambda w: pretrain_mpi_resources(w.variant)["tasks_per_gpu"],
         mpi=lambda w: pretrain_mpi_resources(w.variant)["mpi"],
+        gpu_mem_mb=lambda w: pretrain_gpu_mem_mb(w.variant),
+        # How the job runs (srun per node, GPUs, micro-batch, activation checkpointing, FSDP):
+        # resources, not params, so resizing a preset resumes its models instead of rerunning.
+        launcher=lambda w: pretrain_launcher(w.variant),
+        launch=lambda w: train_cfg.launch_arguments(config, w.variant),
     params:
         cfg=lambda w: json_param(cfg.resolve_pretrain(config, w.variant)),
         checkpoints=lambda w, output: os.path.join(
             os.path.dirname(output.model), "checkpoints"
         ),
         init=lambda w, input: f"--init-from {input.init}" if input.init else "",
-        launcher=lambda w: pretrain_launcher(w.variant),
-        gpus=lambda w: pretrain_gpu(w.variant),
     shell:
-        "{params.launcher}selectlab pretrain --data {input.data} --tokenizer {input.tokenizer}"
-        " {params.init} --params {params.cfg:q} --gpus {params.gpus} --nodes {resources.nodes}"
-        " --out-dir {output.model}"
+        "{resources.launcher}selectlab pretrain --data {input.data} --tokenizer {input.tokenizer}"
+        " {params.init} --params {params.cfg:q} {resources.launch} --out-dir {output.model}"
         " --checkpoint-dir {params.checkpoints} --log-csv {output.train_log} > {log} 2>&1"

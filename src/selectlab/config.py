@@ -255,16 +255,27 @@ def preset_name(config: dict, name: str) -> str:
     return preset
 
 
+# How a pretraining job runs, not what it learns (selectlab.train.resolve passes them).
+LAUNCH_SETTINGS = ("micro_batch_sequences", "activation_checkpointing")
+LAUNCH_PRESET_KEYS = ("resources", "fsdp")
+
+
+def merged_pretrain(config: dict, name: str) -> dict:
+    """The `pretrain` section with the variant's overrides."""
+    return deep_merge(config["pretrain"], variant_entry(config, name).get("pretrain", {}))
+
+
 def resolve_pretrain(config: dict, name: str) -> dict:
     """Training settings and model preset for one variant (variant overrides win)."""
     preset = preset_name(config, name)
-    settings = deep_merge(config["pretrain"], variant_entry(config, name).get("pretrain", {}))
-    settings.pop("preset")
-    settings.pop("init_from", None)
+    settings = merged_pretrain(config, name)
+    for key in ("preset", "init_from", *LAUNCH_SETTINGS):
+        settings.pop(key, None)
     settings.setdefault("seed", variant_seed(config, name))
-    # A preset's job resources size the cluster job, not the model: resizing a job must not
-    # change the job's params and so retrain a finished model.
-    model = {k: v for k, v in config["models"]["presets"][preset].items() if k != "resources"}
+    # A preset's job resources and launch settings decide how the job runs, not the model:
+    # resizing a job must not change the job's params and so retrain a finished model.
+    model = {k: v for k, v in config["models"]["presets"][preset].items()
+             if k not in LAUNCH_PRESET_KEYS}
     return {"preset_name": preset, "preset": model, "settings": settings}
 
 

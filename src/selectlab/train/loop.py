@@ -260,7 +260,8 @@ def pretrain(data_path: str | Path, tokenizer_dir: str | Path, preset: ModelPres
 
     model = build_model(preset, tokenizer, s, init_from)
     if launch.activation_checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.activation_checkpointing_enable(
+            activation_checkpointing_kwargs={"use_reentrant": False})
     model = wrap_model(model.to(dist.device), dist, fsdp=launch.fsdp,
                        mixed_precision=s.dtype == "bf16")
     run = Run(model, make_optimizer(model, s), s, launch, dist, Path(checkpoint_dir), hash_)
