@@ -159,7 +159,8 @@ def slurm_partition_file():
 
     Read from the executor's settings, which Snakemake sets after parsing the workflow (so
     only resource functions, evaluated while the plan is built, see it) and not at all in a
-    dry run; there the plugin's own variable SNAKEMAKE_SLURM_PARTITIONS names the file."""
+    dry run; there the plugin's own variable SNAKEMAKE_SLURM_PARTITIONS names the file.
+    """
     settings = workflow.executor_settings
     path = getattr(settings, "partition_config", None) or os.environ.get(
         "SNAKEMAKE_SLURM_PARTITIONS"
