@@ -24,17 +24,31 @@ def tasks(args) -> dict:
     return {"tasks": [task["name"] for task in built]}
 
 
+def progress_path(out: str) -> Path:
+    """Where an interrupted perplexity job keeps what it has scored (beside its output)."""
+    return Path(out).with_name(f".{Path(out).name}.progress")
+
+
 def perplexity(args) -> dict:
+    from selectlab.train.preemption import PREEMPTED_EXIT_CODE, Preempted, StopRequest
+
+    stop = StopRequest().install()  # the cluster's warning before the time limit
     from selectlab.evaluate.perplexity import per_source_perplexity
     from selectlab.shards import write_json
 
     heldout = {Path(path).name.split(".")[0]: Path(path) for path in args.heldout}
     p = args.params
-    result = per_source_perplexity(args.model, heldout, seq_len=p["seq_len"],
-                                   batch_size=p["batch_size"],
-                                   max_tokens_per_source=p.get("max_tokens_per_source"),
-                                   device=default_device(), dtype=p.get("dtype", "float32"))
+    progress = progress_path(args.out)
+    try:
+        result = per_source_perplexity(
+            args.model, heldout, seq_len=p["seq_len"], batch_size=p["batch_size"],
+            max_tokens_per_source=p.get("max_tokens_per_source"), device=default_device(),
+            dtype=p.get("dtype", "float32"), progress_path=progress, stop=stop)
+    except Preempted as stopped:
+        logging.getLogger(__name__).warning("%s", stopped)
+        raise SystemExit(PREEMPTED_EXIT_CODE) from None
     write_json(args.out, result)
+    progress.unlink(missing_ok=True)
     return {split: result[split]["all"] for split in result}
 
 
