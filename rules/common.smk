@@ -102,8 +102,14 @@ def judge_ground_truth():
 # Cluster sizing (docs/cluster.md). A pretraining job is sized by its model preset's
 # `resources`, evaluation jobs by `evaluation.gpu` and the same preset. Resources returned as None
 # are dropped by Snakemake, so the slurm plugin only sees what a job really asks for.
+import functools
+
 from snakemake.settings.types import DeploymentMethod
-from selectlab.train import resolve as train_cfg
+from selectlab.evaluate import sizing as eval_sizing
+from selectlab.selection import sizing as select_sizing
+from selectlab.train import sizing as train_sizing
+
+POOL_DOCUMENTS = select_sizing.pool_documents(config, SHARD_FILES)
 
 USES_APPTAINER = (
     DeploymentMethod.APPTAINER in workflow.deployment_settings.deployment_method
@@ -171,7 +177,7 @@ def slurm_partition_file():
 def pretrain_gpu_mem_mb(variant):
     """Estimated peak GPU memory of one pretraining process; stops the plan if it cannot fit
     a GPU of a partition the job could be sent to (selectlab.train.memory)."""
-    return train_cfg.checked_gpu_memory_mb(config, variant, slurm_partition_file())
+    return train_sizing.checked_gpu_memory_mb(config, variant, slurm_partition_file())
 
 
 def pretrain_container(wildcards):
@@ -200,9 +206,25 @@ def eval_gpu():
     return config["evaluation"].get("gpu", 0)
 
 
-def eval_mem_mb(variant):
-    """One GPU's share of the preset's per-node pretraining memory."""
-    return preset_resource(variant, "mem_mb", 8000) // max(pretrain_gpu(variant), 1)
+@functools.cache
+def eval_size(variant, kind):
+    """runtime and mem_mb of a perplexity or ICL job, from the model's size and the tokens it
+    scores (selectlab.evaluate.sizing)."""
+    return eval_sizing.eval_size(config, variant, kind)
+
+
+def eval_resource(kind, key):
+    return lambda w: eval_size(w.variant, kind)[key]
+
+
+@functools.cache
+def select_size(variant):
+    """cpus, mem_mb and runtime of a selection, from the pool's size (selection.sizing)."""
+    return select_sizing.select_size(config, variant, POOL_DOCUMENTS)
+
+
+def select_resource(key):
+    return lambda w: select_size(w.variant)[key]
 
 
 def eval_gpu_resource(variant, key):

@@ -33,8 +33,8 @@ rule eval_perplexity:
         CONTAINERS["train"]
     threads: 2
     resources:
-        mem_mb=lambda w: eval_mem_mb(w.variant),
-        runtime=120,
+        mem_mb=eval_resource("perplexity", "mem_mb"),
+        runtime=eval_resource("perplexity", "runtime"),
         gpu=eval_gpu(),
         gpu_model=lambda w: eval_gpu_resource(w.variant, "gpu_model"),
         cpus_per_gpu=lambda w: eval_gpu_resource(w.variant, "cpus_per_gpu"),
@@ -64,8 +64,8 @@ rule eval_icl:
         CONTAINERS["train"]
     threads: 2
     resources:
-        mem_mb=lambda w: eval_mem_mb(w.variant),
-        runtime=240,
+        mem_mb=eval_resource("icl", "mem_mb"),
+        runtime=eval_resource("icl", "runtime"),
         gpu=eval_gpu(),
         gpu_model=lambda w: eval_gpu_resource(w.variant, "gpu_model"),
         cpus_per_gpu=lambda w: eval_gpu_resource(w.variant, "cpus_per_gpu"),

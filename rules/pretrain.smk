@@ -29,7 +29,7 @@ rule pretrain:
         # How the job runs (srun per node, GPUs, micro-batch, activation checkpointing, FSDP):
         # resources, not params, so resizing a preset resumes its models instead of rerunning.
         launcher=lambda w: pretrain_launcher(w.variant),
-        launch=lambda w: train_cfg.launch_arguments(config, w.variant),
+        launch=lambda w: train_sizing.launch_arguments(config, w.variant),
     params:
         cfg=lambda w: json_param(cfg.resolve_pretrain(config, w.variant)),
         checkpoints=lambda w, output: os.path.join(

@@ -14,9 +14,10 @@ rule select:
         f"{LOGS}/select/{{variant}}.log",
     container:
         CONTAINERS["cpu"]
+    threads: select_resource("cpus")
     resources:
-        mem_mb=8000,
-        runtime=120,
+        mem_mb=select_resource("mem_mb"),
+        runtime=select_resource("runtime"),
     params:
         cfg=lambda w: json_param(cfg.resolve_selection(config, w.variant)),
         attributes_dir=f"{RUN}/attributes",

@@ -22,7 +22,7 @@ import torch
 import yaml
 
 from selectlab import config as cfg
-from selectlab.train import resolve
+from selectlab.train import sizing
 from selectlab.train.memory import (
     CHECKPOINT_BYTES,
     Launch,
@@ -84,7 +84,7 @@ def test_parameter_formula_counts_a_real_llama():
 def test_paper_presets_have_table_11_parameter_counts(preset):
     variant = next(name for name in [*PAPER["variants"], *cfg.proxy_variant_names(PAPER)]
                    if cfg.preset_name(PAPER, name) == preset)
-    assert resolve.model_shape(PAPER, variant).parameters() == TABLE_11[preset]
+    assert sizing.model_shape(PAPER, variant).parameters() == TABLE_11[preset]
 
 
 def test_model_states_match_zero_table_1():
@@ -128,7 +128,7 @@ def all_variants(config: dict) -> list[str]:
 
 def test_paper_presets_fit_80gb_gpus_with_activation_checkpointing():
     assert PAPER["pretrain"]["activation_checkpointing"] is True
-    needed = {resolve.checked_gpu_memory_mb(PAPER, name, str(PARTITIONS))
+    needed = {sizing.checked_gpu_memory_mb(PAPER, name, str(PARTITIONS))
               for name in all_variants(PAPER)}
     assert max(needed) < 81920
 
@@ -137,13 +137,13 @@ def test_a_preset_that_cannot_fit_stops_the_plan_with_a_clear_message():
     config = copy.deepcopy(PAPER)
     config["pretrain"]["activation_checkpointing"] = False
     with pytest.raises(ValueError) as refused:
-        resolve.checked_gpu_memory_mb(config, "uniform_7b2_150b", str(PARTITIONS))
+        sizing.checked_gpu_memory_mb(config, "uniform_7b2_150b", str(PARTITIONS))
     message = str(refused.value)
     assert "'uniform_7b2_150b' (preset 'llama_7b2')" in message
     assert "activation checkpointing off" in message and "partition 'gpu'" in message
     assert "80.0 GiB GPUs" in message and "pretrain.activation_checkpointing" in message
     # Without a partition file (a local run) nothing is checked.
-    assert resolve.checked_gpu_memory_mb(config, "uniform_7b2_150b", None) > 81920
+    assert sizing.checked_gpu_memory_mb(config, "uniform_7b2_150b", None) > 81920
 
 
 def test_partition_file_problems_are_named(tmp_path):
@@ -154,17 +154,17 @@ def test_partition_file_problems_are_named(tmp_path):
 
     gpu = {"partitions": {"gpu": {"max_gpu": 8, "max_nodes": 8}}}
     with pytest.raises(ValueError, match="'gpu' has GPUs but no gpu_memory_mb"):
-        resolve.checked_gpu_memory_mb(PAPER, "uniform", partition_file("undeclared", gpu))
+        sizing.checked_gpu_memory_mb(PAPER, "uniform", partition_file("undeclared", gpu))
     misspelt = gpu | {"gpu_memory_mb": {"gpu": 40960, "a100": 1}}
     with pytest.raises(ValueError, match=r"does not list: \['a100'\]"):
-        resolve.checked_gpu_memory_mb(PAPER, "uniform", partition_file("misspelt", misspelt))
+        sizing.checked_gpu_memory_mb(PAPER, "uniform", partition_file("misspelt", misspelt))
     small = {"partitions": {"gpu": {"max_gpu": 4}}, "gpu_memory_mb": {"gpu": 40960}}
     with pytest.raises(ValueError, match="no partition in .* can take its pretraining job"):
-        resolve.checked_gpu_memory_mb(PAPER, "uniform", partition_file("small", small))
+        sizing.checked_gpu_memory_mb(PAPER, "uniform", partition_file("small", small))
 
 
 def test_global_batch_must_split_evenly_over_micro_batches_and_gpus():
     config = copy.deepcopy(PAPER)
     config["pretrain"]["micro_batch_sequences"] = 48
     with pytest.raises(ValueError, match="not a multiple of micro_batch_sequences 48 x 8 GPUs"):
-        resolve.launch_plan(config, "uniform")
+        sizing.launch_plan(config, "uniform")

@@ -1,4 +1,4 @@
-"""Resolving the config into how a pretraining job launches, and checking that it fits.
+"""How a pretraining job runs (launch settings) and whether it fits its GPUs (plan time).
 
 `selectlab.config.resolve_pretrain` gives what a variant learns (its job's params: a change
 retrains it). This module gives how it runs: GPUs and nodes (the model preset's `resources`),
