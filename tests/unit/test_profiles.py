@@ -168,8 +168,11 @@ def test_sbatch_options_per_job(planned):
     call, partition = sbatch(planned[("pretrain", "big")])
     assert partition == "gpu" and "--gpus=a100:8" in call and "--cpus-per-gpu=8" in call
     assert "-t 2880" in call and "--mem 480000" in call and "--ntasks-per-gpu" not in call
+    assert "--signal=URG@600" in call  # the warning a pre-empted job checkpoints on
     call, partition = sbatch(planned[("eval_icl", "big")])
-    assert partition == "gpu" and "--gpus=a100:1" in call and "--mem 60000" in call
+    assert partition == "gpu" and "--gpus=a100:1" in call
+    # Sized from the 1.3B model (fp32 weights, 4 GB base; selectlab.evaluate.sizing).
+    assert "--mem 8664" in call and "--signal=URG@600" in call
     for rule in ("tokenize_shard", "select", "pack", "tables"):
         job = next(job for (name, _), job in planned.items() if name == rule)
         call, partition = sbatch(job)
