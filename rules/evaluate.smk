@@ -1,6 +1,7 @@
 # Evaluation: per-source perplexity and in-context learning (lm-eval) for every trained model.
 ICL = config["evaluation"]["icl"]
 LOCAL_ICL = ICL["tasks"] == "local"
+ICL_DATA_CACHE = ICL.get("data_cache", "cache/huggingface")
 
 
 if LOCAL_ICL:
@@ -19,6 +20,27 @@ if LOCAL_ICL:
         shell:
             "selectlab evaluate tasks --heldout {input} --params {params.cfg:q}"
             " --out-dir {output} > {log} 2>&1"
+
+
+# The lm-eval benchmarks, downloaded once on the submit host into a shared cache that the ICL
+# jobs read offline (compute nodes may have no internet); nothing to fetch for local tasks.
+localrules:
+    fetch_eval_data,
+
+
+rule fetch_eval_data:
+    output:
+        f"{RUN}/eval/lm_eval_data.json",
+    log:
+        f"{LOGS}/fetch_eval_data.log",
+    container:
+        CONTAINERS["train"]
+    params:
+        cfg=json_param({"tasks": ICL["tasks"]}),
+        cache=ICL_DATA_CACHE,
+    shell:
+        "selectlab evaluate fetch-data --params {params.cfg:q} --cache-dir {params.cache}"
+        " --out {output} > {log} 2>&1"
 
 
 rule eval_perplexity:
@@ -56,6 +78,7 @@ rule eval_icl:
     input:
         model=f"{RUN}/models/{{variant}}/final",
         tasks=[f"{RUN}/eval/tasks"] if LOCAL_ICL else [],
+        data=rules.fetch_eval_data.output,
     output:
         f"{RUN}/eval/{{variant}}/icl.json",
     log:
@@ -75,6 +98,7 @@ rule eval_icl:
             | {"seed": config["seed"]}
         ),
         tasks=lambda w, input: f"--tasks-dir {input.tasks}" if input.tasks else "",
+        data=f"--data-cache {ICL_DATA_CACHE}" if not LOCAL_ICL else "",
     shell:
-        "selectlab evaluate icl --model {input.model} {params.tasks} --params {params.cfg:q}"
-        " --out {output} > {log} 2>&1"
+        "selectlab evaluate icl --model {input.model} {params.tasks} {params.data}"
+        " --params {params.cfg:q} --out {output} > {log} 2>&1"

@@ -52,7 +52,23 @@ def perplexity(args) -> dict:
     return {split: result[split]["all"] for split in result}
 
 
+def fetch_data(args) -> dict:
+    from selectlab.evaluate.fetch import fetch_eval_data
+    from selectlab.shards import write_json
+
+    record = fetch_eval_data(args.params["tasks"], args.cache_dir)
+    write_json(args.out, record)
+    return record
+
+
 def icl(args) -> dict:
+    import os
+
+    if args.data_cache:
+        from selectlab.evaluate.fetch import offline_environment
+
+        # Before lm-eval and datasets are imported: they read these once.
+        os.environ.update(offline_environment(args.data_cache))
     from selectlab.evaluate.icl import run_icl
     from selectlab.evaluate.icl_tasks import load_task_list
     from selectlab.shards import write_json
@@ -85,8 +101,15 @@ def register(stages) -> None:
     p.add_argument("--heldout", nargs="+", required=True, help="{split}.jsonl.zst files")
     p.add_argument("--params", type=json_arg, required=True)
     p.add_argument("--out", required=True)
+    p = add_action(actions, "fetch-data", fetch_data,
+                   "download the lm-eval tasks into a shared cache (run where there is internet)")
+    p.add_argument("--params", type=json_arg, required=True, help='{"tasks": ...}')
+    p.add_argument("--cache-dir", required=True)
+    p.add_argument("--out", required=True, help="record of what the cache holds")
     p = add_action(actions, "icl", icl, "in-context learning with lm-eval's Python API")
     p.add_argument("--model", required=True)
     p.add_argument("--tasks-dir", default=None, help="offline task directory (local tasks)")
+    p.add_argument("--data-cache", default=None,
+                   help="read lm-eval's datasets only from this cache (fetch-data filled it)")
     p.add_argument("--params", type=json_arg, required=True)
     p.add_argument("--out", required=True)
