@@ -13,6 +13,18 @@ wildcard_constraints:
     family=names_pattern(ANNOTATE_FAMILIES),
 
 
+# One command for a job of one shard and for a job of annotate.shards_per_job shards: every
+# shard still gets its own sidecar and stats file. Batch sizes are resources, not params:
+# they change how fast a job scores, not what it writes.
+ANNOTATE_COMMAND = (
+    "selectlab annotate run --family {wildcards.family} --params {params.cfg:q}"
+    " --throughput {resources.throughput:q} --shard-files {params.shard_files:q}"
+    " --meta-dir {params.meta_dir} --fitted {input.fitted}"
+    " --max-doc-chars {params.max_doc_chars} --gpus {resources.gpu} --threads {threads}"
+    " --out-dir {params.out_dir} --stats {output.stats} > {log} 2>&1"
+)
+
+
 rule annotate:
     input:
         meta=f"{RUN}/attributes/meta/{{shard}}.parquet",
@@ -22,6 +34,8 @@ rule annotate:
         stats=f"{LOGS}/annotate/{{family}}/{{shard}}.json",
     log:
         f"{LOGS}/annotate/{{family}}/{{shard}}.log",
+    wildcard_constraints:
+        shard=ANNOTATE_ALONE_PATTERN,
     container:
         annotate_container
     threads: annotate_threads
@@ -29,17 +43,54 @@ rule annotate:
         mem_mb=annotate_resource("mem_mb"),
         runtime=annotate_resource("runtime"),
         gpu=annotate_resource("gpu"),
+        throughput=annotate_throughput,
     params:
         cfg=lambda w: json_param(annotate_cfg.resolve_family(config, w.family)),
-        raw=raw_shard_files,
+        shard_files=lambda w: json_param({w.shard: SHARD_FILES[w.shard]}),
+        meta_dir=parent_dir_of_input("meta"),
+        out_dir=parent_dir("sidecar"),
         max_doc_chars=config["corpus"]["reader"]["max_doc_chars"],
-        batch_size=config["annotate"]["batch_size"],
     shell:
-        "selectlab annotate run --family {wildcards.family} --shard {wildcards.shard}"
-        " --params {params.cfg:q} --inputs {params.raw} --meta {input.meta}"
-        " --fitted {input.fitted} --max-doc-chars {params.max_doc_chars}"
-        " --batch-size {params.batch_size} --gpus {resources.gpu} --threads {threads}"
-        " --out {output.sidecar} --stats {output.stats} > {log} 2>&1"
+        ANNOTATE_COMMAND
+
+
+if ANNOTATE_BATCHES:
+
+    rule annotate_batch:
+        input:
+            meta=expand(
+                f"{RUN}/attributes/meta/{{{{batch}}}}{{suffix}}.parquet",
+                suffix=ANNOTATE_SUFFIXES,
+            ),
+            fitted=annotate_fitted_inputs,
+        output:
+            sidecars=expand(
+                f"{RUN}/attributes/{{{{family}}}}/{{{{batch}}}}{{suffix}}.parquet",
+                suffix=ANNOTATE_SUFFIXES,
+            ),
+            stats=f"{LOGS}/annotate/{{family}}/{{batch}}_batch.json",
+        log:
+            f"{LOGS}/annotate/{{family}}/{{batch}}_batch.log",
+        wildcard_constraints:
+            batch=names_pattern(ANNOTATE_BATCHES),
+        container:
+            annotate_container
+        threads: annotate_threads
+        resources:
+            mem_mb=annotate_resource("mem_mb", len(ANNOTATE_SUFFIXES)),
+            runtime=annotate_resource("runtime", len(ANNOTATE_SUFFIXES)),
+            gpu=annotate_resource("gpu"),
+            throughput=annotate_throughput,
+        params:
+            cfg=lambda w: json_param(annotate_cfg.resolve_family(config, w.family)),
+            shard_files=lambda w: json_param(
+                {shard: SHARD_FILES[shard] for shard in ANNOTATE_BATCHES[w.batch]}
+            ),
+            meta_dir=parent_dir_of_input("meta"),
+            out_dir=parent_dir("sidecars"),
+            max_doc_chars=config["corpus"]["reader"]["max_doc_chars"],
+        shell:
+            ANNOTATE_COMMAND
 
 
 if DSIR_FAMILIES:
@@ -95,7 +146,7 @@ if annotate_cfg.needs_reference_lm(config):
 # this table instead of on every shard's sidecar (rules/select.smk).
 rule family_throughput:
     input:
-        lambda w: expand(f"{LOGS}/annotate/{w.family}/{{shard}}.json", shard=SHARDS),
+        lambda w: annotation_stats([w.family]),
     output:
         csv=f"{RUN}/attributes/{{family}}/throughput.csv",
         md=f"{RUN}/attributes/{{family}}/throughput.md",
@@ -113,11 +164,7 @@ rule family_throughput:
 
 rule annotation_throughput:
     input:
-        expand(
-            f"{LOGS}/annotate/{{family}}/{{shard}}.json",
-            family=ANNOTATE_FAMILIES,
-            shard=SHARDS,
-        ),
+        annotation_stats(ANNOTATE_FAMILIES),
     output:
         csv=f"{RUN}/tables/annotation_throughput.csv",
         md=f"{RUN}/tables/annotation_throughput.md",

@@ -52,7 +52,16 @@ def final_targets():
 
 def parent_dir(name):
     """A params function: the directory of output `name` (keeps paths derived from outputs)."""
-    return lambda wildcards, output: os.path.dirname(output[name])
+    return lambda wildcards, output: os.path.dirname(
+        output[name][0] if isinstance(output[name], list) else output[name]
+    )
+
+
+def parent_dir_of_input(name):
+    """A params function: the directory of input `name` (its first file, if several)."""
+    return lambda wildcards, input: os.path.dirname(
+        input[name][0] if isinstance(input[name], list) else input[name]
+    )
 
 
 def selection_sidecars(wildcards):
@@ -261,8 +270,37 @@ def annotate_threads(wildcards):
     return 2 if annotate_cfg.uses_model(config, wildcards.family) else 1
 
 
-def annotate_resource(key):
-    return lambda wildcards: annotate_cfg.resources(config, wildcards.family)[key]
+def annotate_resource(key, shards=1):
+    """A family's job resource; memory stays, the time of a job of `shards` shards adds up."""
+    scale = shards if key == "runtime" else 1
+    return (
+        lambda wildcards: annotate_cfg.resources(config, wildcards.family)[key] * scale
+    )
+
+
+def annotate_throughput(wildcards):
+    return json_param(annotate_cfg.resolve_throughput(config, wildcards.family))
+
+
+# annotate.shards_per_job: full batches of shards scored by one job each, and the shards of a
+# last, incomplete batch (every shard when it is 1), scored alone.
+ANNOTATE_BATCHES, ANNOTATE_ALONE = annotate_cfg.shard_batches(
+    SHARDS, annotate_cfg.shards_per_job(config)
+)
+ANNOTATE_SUFFIXES = annotate_cfg.batch_suffixes(annotate_cfg.shards_per_job(config))
+ANNOTATE_ALONE_PATTERN = (
+    names_pattern(ANNOTATE_ALONE) if ANNOTATE_BATCHES else "[A-Za-z0-9_]+"
+)
+
+
+def annotation_stats(families):
+    """The stats files of every annotation job of `families`: one per batch, one per shard
+    scored alone (each lists its shards)."""
+    return expand(
+        f"{LOGS}/annotate/{{family}}/{{name}}.json",
+        family=families,
+        name=[f"{batch}_batch" for batch in ANNOTATE_BATCHES] + ANNOTATE_ALONE,
+    )
 
 
 def dsir_raw_shard_names(family):

@@ -15,6 +15,9 @@ from selectlab.annotate.registry import REFERENCE_LM_DIR, family_kind
 
 RULE_RESOURCES = {"mem_mb": 4000, "runtime": 60}
 MODEL_RESOURCES = {"mem_mb": 8000, "runtime": 240}
+# How fast a job scores, not what it writes: passed apart from the params, so changing them
+# reruns nothing (docs/cluster.md).
+THROUGHPUT_KEYS = ("forward_batch_size",)
 
 
 def family_names(config: dict) -> list[str]:
@@ -30,7 +33,51 @@ def family_config(config: dict, name: str) -> dict:
 
 def resolve_family(config: dict, name: str) -> dict:
     """The family's scoring settings (kind included), as its jobs' `--params`."""
-    return {k: v for k, v in family_config(config, name).items() if k != "resources"}
+    return {k: v for k, v in family_config(config, name).items()
+            if k != "resources" and k not in THROUGHPUT_KEYS}
+
+
+def resolve_throughput(config: dict, name: str) -> dict:
+    """Batch sizes of a family's jobs (`--throughput`): documents per row group and, for model
+    families, per forward pass."""
+    family = family_config(config, name)
+    return {"batch_size": int(config["annotate"]["batch_size"])} | {
+        key: family[key] for key in THROUGHPUT_KEYS if key in family}
+
+
+def shards_per_job(config: dict) -> int:
+    return int(config["annotate"].get("shards_per_job", 1))
+
+
+def batch_suffixes(per_job: int) -> list[str]:
+    """The last digits that tell the shards of one annotation job apart ("0".."9" for 10)."""
+    width = len(str(per_job - 1))
+    if per_job < 1 or (per_job > 1 and 10**width != per_job):
+        raise ValueError(f"annotate.shards_per_job must be 1, 10 or 100, not {per_job}")
+    return [f"{index:0{width}d}" for index in range(per_job)] if per_job > 1 else [""]
+
+
+def shard_batches(shards: Sequence[str], per_job: int) -> tuple[dict[str, list[str]], list[str]]:
+    """Annotation jobs that score `per_job` shards each, named by their shards' common prefix
+    (`group_0004` scores `group_00040` ... `group_00049`), and the shards scored one per job
+    (those of a last, incomplete batch; all of them when `per_job` is 1).
+
+    A job's outputs must be patterns of its wildcards, so a batch is the shards whose names
+    differ only in their last digits: hence 10 or 100 shards per job.
+    """
+    suffixes = batch_suffixes(per_job)
+    if per_job == 1:
+        return {}, list(shards)
+    width = len(suffixes[0])
+    members: dict[str, list[str]] = {}
+    for shard in shards:
+        if not shard[-width:].isdigit():
+            raise ValueError(f"shard {shard!r} does not end in {width} digits; "
+                             "annotate.shards_per_job needs numbered shards")
+        members.setdefault(shard[:-width], []).append(shard)
+    full = {prefix: names for prefix, names in members.items()
+            if sorted(name[-width:] for name in names) == suffixes}
+    return full, [shard for shard in shards if shard[:-width] not in full]
 
 
 def fitted_inputs(config: dict, run_dir: str, name: str) -> list[str]:
