@@ -50,6 +50,8 @@ rule judge:
         mem_mb=JUDGE_RESOURCES.get("mem_mb", 8000),
         runtime=JUDGE_RESOURCES.get("runtime", 60),
         gpu=judge_cfg.gpus(config),
+        # The backend's batch size: speed, not answers (a resource, so it reruns nothing).
+        throughput=json_param(judge_cfg.resolve_throughput(config)),
     params:
         cfg=lambda w: json_param(judge_cfg.resolve_run(config, w.protocol)),
         cache=lambda w, output: os.path.join(
@@ -60,6 +62,7 @@ rule judge:
         ),
     shell:
         "selectlab judge run --sample {input.sample} {params.ground_truth}"
-        " --params {params.cfg:q} --gpus {resources.gpu} --cache {params.cache}"
+        " --params {params.cfg:q} --throughput {resources.throughput:q}"
+        " --gpus {resources.gpu} --cache {params.cache}"
         " --out-judgments {output.judgments} --out-labels {output.labels}"
         " --out-summary {output.summary} > {log} 2>&1"

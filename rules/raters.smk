@@ -25,6 +25,8 @@ rule train_rater:
         mem_mb=rater_resource("mem_mb"),
         runtime=rater_resource("runtime"),
         gpu=rater_resource("gpu"),
+        # Chunks per forward pass: speed, not what is learned (a resource: reruns nothing).
+        throughput=lambda w: json_param(raters_cfg.resolve_throughput(config, w.rater)),
     params:
         cfg=lambda w: json_param(raters_cfg.rater_params(config, w.rater)),
         notes=json_param(judge_notes()),
@@ -35,6 +37,7 @@ rule train_rater:
         ),
     shell:
         "selectlab raters train --rater {wildcards.rater} --params {params.cfg:q}"
+        " --throughput {resources.throughput:q}"
         " {params.labels} {params.tokenizer} --judge-notes {params.notes:q}"
         " --gpus {resources.gpu} --threads {threads} --out {params.out}"
         " --metrics {output.metrics} > {log} 2>&1"

@@ -12,7 +12,18 @@ FIGURE_NAMES = ["ppl_vs_icl", "loss_curves", "selection_overlap"] + (
     METARATER_FIGURES if METARATER_FITS else []
 )
 CAPTION = {"main": "main_table", "selection_overlap": "selection_overlap_table"}
-ENVIRONMENTS = ["cpu", "train"]
+# Every image a job of this configuration runs in; each one's package list is archived.
+ENVIRONMENTS = sorted(
+    {"cpu", "train"}
+    | {annotate_cfg.container_key(config, family) for family in ANNOTATE_FAMILIES}
+    | ({"vllm"} if JUDGE_BACKEND["kind"] == "vllm" else set())
+)
+# Tables that also hold wall-clock time, speed or peak memory: archived without those columns
+# (selectlab.report.archive.MEASURED_COLUMNS), so the archive stays byte-reproducible.
+MEASURED_TABLES = [f"{RUN}/tables/annotation_throughput.csv"] + expand(
+    f"{RUN}/judgments/{{protocol}}/summary.csv",
+    protocol=judge_cfg.configured_protocols(config),
+)
 
 
 rule tables:
@@ -157,6 +168,8 @@ rule archive:
         expand(f"{RUN}/models/{{variant}}/train_log.csv", variant=VARIANTS),
         [cfg.metarater_weights_path(RUN, s, n) for s, n in cfg.metarater_fits(config)],
         analysis_targets(),
+        expand(f"{RUN}/tables/{{name}}.{{ext}}", name=RATER_TABLES, ext=["csv", "md"]),
+        measured=MEASURED_TABLES,
     output:
         f"{RUN}/archive/selectlab-{config['run']}.tar.gz",
     log:
@@ -165,5 +178,7 @@ rule archive:
         CONTAINERS["cpu"]
     params:
         run_dir=lambda w, output: os.path.dirname(os.path.dirname(output[0])),
+        files=lambda w, input: [f for f in input if f not in set(input.measured)],
     shell:
-        "selectlab report archive --run-dir {params.run_dir} --files {input} --out {output} > {log} 2>&1"
+        "selectlab report archive --run-dir {params.run_dir} --files {params.files}"
+        " --measured {input.measured} --out {output} > {log} 2>&1"

@@ -52,3 +52,15 @@ def test_batch_sizes_are_throughput_not_params():
     assert "forward_batch_size" not in before
     assert resolve.resolve_throughput(config, family) == {"batch_size": 7,
                                                           "forward_batch_size": 3}
+
+
+def test_rater_forward_batch_size_is_throughput_not_a_param():
+    from selectlab.raters import resolve as raters
+
+    config = copy.deepcopy(TEST)
+    rater = next(name for name in raters.configured_raters(config)
+                 if "forward_batch_size" in raters.resolve_throughput(config, name))
+    before = raters.rater_params(config, rater)
+    config["raters"].setdefault(rater, {})["forward_batch_size"] = 5
+    assert raters.rater_params(config, rater) == before
+    assert raters.resolve_throughput(config, rater) == {"forward_batch_size": 5}

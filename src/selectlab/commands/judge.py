@@ -41,7 +41,7 @@ def run(args) -> dict:
 
     p = args.params
     protocol = p["protocol"]
-    backend_cfg = p["backend"]
+    backend_cfg = p["backend"] | args.throughput
     table = pd.read_parquet(args.sample)
     backend = build_backend(backend_cfg, seed=p["seed"], gpus=args.gpus,
                             simulated=p.get("simulated"), sample=table,
@@ -105,6 +105,8 @@ def register(stages) -> None:
     p = add_action(actions, "run", run, "judge a protocol's sample (cached, resumable)")
     p.add_argument("--sample", required=True)
     p.add_argument("--params", type=json_arg, required=True)
+    p.add_argument("--throughput", type=json_arg, default={},
+                   help="the backend's batch_size (speed only, kept out of the params)")
     p.add_argument("--ground-truth", default=None, help="corpus ground truth (simulated judge)")
     p.add_argument("--gpus", type=int, default=0, help="tensor-parallel size for vllm")
     p.add_argument("--cache", required=True, help="sqlite cache of finished judgments")

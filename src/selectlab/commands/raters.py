@@ -23,10 +23,11 @@ def train(args) -> dict:
     from selectlab.shards import atomic_path
 
     torch.set_num_threads(args.threads)
-    params = args.params
+    # The hash covers what the rater learns; batch sizes for speed are added after it.
+    common = {"config_hash": config_hash(args.params | {"rater": args.rater})}
+    params = args.params | args.throughput
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    common = {"config_hash": config_hash(params | {"rater": args.rater})}
     if params.get("pretrained"):
         from selectlab.raters.pretrained import wrap_pretrained
 
@@ -76,6 +77,8 @@ def register(stages) -> None:
     p.add_argument("--rater", required=True,
                    choices=["qurater", "dataman", "prrc", "fineweb_edu", "wanjuan"])
     p.add_argument("--params", type=json_arg, required=True, help="resolved raters.<rater>")
+    p.add_argument("--throughput", type=json_arg, default={},
+                   help="forward_batch_size (speed only, kept out of the params)")
     p.add_argument("--labels", default=None, help="judgments/<protocol>/labels.parquet")
     p.add_argument("--tokenizer", default=None, help="the run's tokenizer (random encoders)")
     p.add_argument("--judge-notes", type=_notes, default=[], help="JSON list of caveats")

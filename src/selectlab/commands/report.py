@@ -140,10 +140,13 @@ def provenance(args) -> dict:
 
 
 def archive(args) -> dict:
-    from selectlab.report.archive import build_archive
+    from selectlab.report.archive import build_archive, without_measurements
 
     run_dir = Path(args.run_dir)
-    members = {str(Path(path).relative_to(run_dir)): Path(path) for path in args.files}
+    members: dict[str, Path | bytes] = {
+        str(Path(path).relative_to(run_dir)): Path(path) for path in args.files}
+    for path in args.measured:
+        members[str(Path(path).relative_to(run_dir))] = without_measurements(Path(path))
     build_archive(Path(args.out), members)
     return {"members": len(members)}
 
@@ -184,4 +187,6 @@ def register(stages) -> None:
     p = add_action(actions, "archive", archive, "deterministic tarball with checksums")
     p.add_argument("--run-dir", required=True)
     p.add_argument("--files", nargs="+", required=True)
+    p.add_argument("--measured", nargs="*", default=[],
+                   help="CSV tables archived without their wall-clock, speed and memory columns")
     p.add_argument("--out", required=True)

@@ -14,6 +14,7 @@ import json
 from selectlab.raters.spec import PROTOCOL, RATERS, check_rater
 
 RESOURCE_KEYS = ("gpu", "mem_mb", "runtime")
+THROUGHPUT_KEYS = ("forward_batch_size",)
 HEAD_KEYS = ("backbone", "train_backbone", "window", "pool_layers", "dtype", "forward_batch_size",
              "batch_size", "epochs", "lr", "weight_decay", "validation_fraction", "patience",
              "heldout_fraction")
@@ -49,18 +50,28 @@ def rater_kind(config: dict, rater: str) -> str:
 
 
 def rater_params(config: dict, rater: str) -> dict:
-    """Everything the training job reads, resources left out; `seed` defaults to the run's."""
+    """Everything the training job reads, resources and throughput left out; `seed` defaults
+    to the run's."""
     merged = _merged(config, rater)
-    params = {k: v for k, v in merged.items() if k not in RESOURCE_KEYS}
+    params = {k: v for k, v in merged.items()
+              if k not in RESOURCE_KEYS and k not in THROUGHPUT_KEYS}
     params.setdefault("seed", int(config["seed"]))
     kind = rater_kind(config, rater)
-    missing = [key for key in REQUIRED[kind] if key not in params]
+    missing = [key for key in REQUIRED[kind] if key not in params | resolve_throughput(
+        config, rater)]
     if missing:
         raise ValueError(f"raters.{rater} ({kind}) lacks {missing} (in its entry or in "
                          "raters.defaults)")
     if rater == "qurater" and "confident_margin" not in params:
         raise ValueError("raters.qurater needs confident_margin")
     return params
+
+
+def resolve_throughput(config: dict, rater: str) -> dict:
+    """Chunks per encoder forward pass (`selectlab raters train --throughput`): speed only,
+    so kept out of the params and of the card's config hash."""
+    merged = _merged(config, rater)
+    return {key: merged[key] for key in THROUGHPUT_KEYS if key in merged}
 
 
 def resources(config: dict, rater: str) -> dict:
