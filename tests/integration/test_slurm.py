@@ -179,7 +179,7 @@ def rerun_with_interruptions(command, workdir, env, out_path) -> tuple[list, obj
 
     with open(out_path, "w") as out, Poller(interrupt_pretraining) as poller:
         rerun = subprocess.run(command, cwd=workdir, env=env, stdout=out,
-                               stderr=subprocess.STDOUT, timeout=1200)
+                               stderr=subprocess.STDOUT, timeout=2400)
     assert rerun.returncode == 0, Path(out_path).read_text()[-5000:]
     return (poller.snapshots, cancelled[0] if cancelled else None,
             timed_out[0] if timed_out else None)
@@ -299,12 +299,14 @@ def test_a_job_at_its_time_limit_checkpointed_exited_and_its_retry_resumed(scena
     assert job is not None, f"the {TIMED_OUT} pretraining job was never seen training"
     # It left before SLURM ended it: FAILED (its own non-zero exit), not TIMEOUT.
     assert scenario.final_jobs[job.id].state == "FAILED"
+    # The cut attempt and its retry; on a slow machine a retry may reach the warning of its own
+    # 20-minute limit, save again and be retried once more.
     same_job = [call for call in scenario.sbatch_b if f"--comment {job.comment} " in call]
-    assert len(same_job) == 2 and all("--signal=URG@600" in call for call in same_job)
+    assert len(same_job) >= 2 and all("--signal=URG@600" in call for call in same_job)
     # The failed attempt's log, shown by Snakemake, and the retry's log.
-    preempted = re.search(r"pre-empted at step (\d+) of (\d+)", scenario.log_b)
+    preempted = re.findall(r"pre-empted at step (\d+) of (\d+)", scenario.log_b)
     assert preempted, "the pre-empted attempt's log was not shown"
-    step, total = map(int, preempted.groups())
+    step, total = map(int, preempted[-1])
     log = (scenario.slurm / "logs" / "pretrain" / f"{TIMED_OUT}.log").read_text()
     assert f"resumed from step {step} of {total}" in log and 0 < step < total
     train_log = pd.read_csv(scenario.slurm / "models" / TIMED_OUT / "train_log.csv")
