@@ -244,7 +244,14 @@ def test_gpu_rules_ask_for_gpus_and_cpu_rules_do_not(scenario):
         # Partition from the cluster's partitions file; no account (no slurmdbd here).
         assert " -p debug " in call and " -A " not in call
         if submitted_rule(call) in GPU_RULES:
-            assert "--gpus=1" in call and "--cpus-per-gpu=1" in call and "--mem 2000" in call
+            assert "--gpus=1" in call and "--cpus-per-gpu=1" in call
+            # Pretraining asks for its preset's memory; evaluation is sized from the model
+            # (selectlab.evaluate.sizing: 4 GB and the weights, at least half an hour).
+            memory = int(re.search(r"--mem (\d+)", call).group(1))
+            if submitted_rule(call) == "pretrain":
+                assert memory == 2000
+            else:
+                assert 4000 <= memory < 4100 and " -t 30 " in call
             # On GPU jobs the plugin would turn `tasks` into --ntasks-per-gpu: never set.
             assert "--ntasks-per-gpu" not in call
         else:
