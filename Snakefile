@@ -2,6 +2,8 @@
 # variants -> pretraining -> evaluation -> tables, figures, report and archive.
 from snakemake.utils import min_version, validate
 
+from selectlab.selection import grids
+
 min_version("9.0")
 
 
@@ -13,6 +15,13 @@ if not workflow.overwrite_configfiles:
 
 
 validate(config, "config/schema/config.schema.yaml")
+
+# Variant grids become plain variants here, once, so every rule and resolver sees only those;
+# the variants a grid produces are checked like written-out ones.
+validate(
+    grids.grid_variants(config["variants"]), "config/schema/variant_set.schema.yaml"
+)
+config["variants"] = grids.expand_variants(config["variants"])
 
 
 include: "rules/common.smk"

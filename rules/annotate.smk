@@ -7,6 +7,43 @@
 # (tokenize_shard writes it from them, so it is rewritten whenever they change), and leaving
 # them out keeps a paper-scale plan (thousands of raw files x 9 families) from spending most of
 # its time resolving the same raw paths again for every family (benchmarks/dag_scale.py).
+from selectlab.annotate import resolve as annotate_cfg
+from selectlab.report.plan import ANNOTATION_THROUGHPUT
+
+ANNOTATE_FAMILIES = annotate_cfg.family_names(config)
+DSIR_FAMILIES = annotate_cfg.families_of_kind(config, "dsir")
+FAMILY_SHAPE = per_job(lambda w: annotate_cfg.resources(config, w["family"]))
+ANNOTATE_CONTAINER = lambda w: CONTAINERS[annotate_cfg.container_key(config, w.family)]
+# Batch sizes are resources, not params: they change how fast a job scores, not what it writes.
+ANNOTATE_THROUGHPUT = lambda w: json_param(
+    annotate_cfg.resolve_throughput(config, w.family)
+)
+# annotate.shards_per_job: full batches of shards scored by one job each (annotate_batch), and
+# the shards of a last, incomplete batch (every shard when it is 1), scored alone (annotate).
+ANNOTATE_BATCHES, ANNOTATE_ALONE = annotate_cfg.shard_batches(
+    SHARDS, annotate_cfg.shards_per_job(config)
+)
+ANNOTATE_SUFFIXES = annotate_cfg.batch_suffixes(annotate_cfg.shards_per_job(config))
+ANNOTATE_ALONE_PATTERN = (
+    names_pattern(ANNOTATE_ALONE) if ANNOTATE_BATCHES else "[A-Za-z0-9_]+"
+)
+# A batch job keeps one shard's memory and adds up its shards' time.
+BATCH_SHAPE = per_job(
+    lambda w: annotate_cfg.resources(config, w["family"], len(ANNOTATE_SUFFIXES))
+)
+# The stats files of every annotation job of some families: one per batch, one per shard
+# scored alone (each lists its shards).
+ANNOTATION_STATS = lambda families: annotate_cfg.stats_files(
+    RUN, families, ANNOTATE_BATCHES, ANNOTATE_ALONE
+)
+# The raw files of the shards a DSIR family samples its raw distribution from.
+DSIR_SHARD_FILES = lambda w: annotate_cfg.dsir_shard_files(
+    config, w.family, SHARD_FILES
+)
+# Every family's sidecar of every shard, and the throughput table.
+ANNOTATION_TARGETS = expand(
+    layout.sidecar(RUN), family=ANNOTATE_FAMILIES, shard=SHARDS
+) + [layout.table(RUN, ANNOTATION_THROUGHPUT, "md")]
 
 
 wildcard_constraints:
@@ -14,8 +51,7 @@ wildcard_constraints:
 
 
 # One command for a job of one shard and for a job of annotate.shards_per_job shards: every
-# shard still gets its own sidecar and stats file. Batch sizes are resources, not params:
-# they change how fast a job scores, not what it writes.
+# shard still gets its own sidecar; each job writes one stats file listing its shards.
 ANNOTATE_COMMAND = (
     "selectlab annotate run --family {wildcards.family} --params {params.cfg:q}"
     " --throughput {resources.throughput:q} --shard-files {params.shard_files:q}"
@@ -27,29 +63,29 @@ ANNOTATE_COMMAND = (
 
 rule annotate:
     input:
-        meta=f"{RUN}/attributes/meta/{{shard}}.parquet",
-        fitted=annotate_fitted_inputs,
+        meta=layout.meta_sidecar(RUN),
+        fitted=lambda w: annotate_cfg.fitted_inputs(config, RUN, w.family),
     output:
-        sidecar=f"{RUN}/attributes/{{family}}/{{shard}}.parquet",
-        stats=f"{LOGS}/annotate/{{family}}/{{shard}}.json",
+        sidecar=layout.sidecar(RUN),
+        stats=layout.annotation_stats(RUN),
     log:
-        f"{LOGS}/annotate/{{family}}/{{shard}}.log",
+        layout.job_log(RUN, "annotate", "{family}/{shard}"),
+    benchmark:
+        layout.benchmark(RUN, "annotate", "{family}/{shard}")
     wildcard_constraints:
         shard=ANNOTATE_ALONE_PATTERN,
     container:
-        annotate_container
-    threads: annotate_threads
+        ANNOTATE_CONTAINER
+    threads: job_threads(FAMILY_SHAPE)
     resources:
-        mem_mb=annotate_resource("mem_mb"),
-        runtime=annotate_resource("runtime"),
-        gpu=annotate_resource("gpu"),
-        throughput=annotate_throughput,
+        **job_resources(FAMILY_SHAPE),
+        throughput=ANNOTATE_THROUGHPUT,
     params:
         cfg=lambda w: json_param(annotate_cfg.resolve_family(config, w.family)),
         shard_files=lambda w: json_param({w.shard: SHARD_FILES[w.shard]}),
         meta_dir=parent_dir_of_input("meta"),
         out_dir=parent_dir("sidecar"),
-        max_doc_chars=config["corpus"]["reader"]["max_doc_chars"],
+        max_doc_chars=MAX_DOC_CHARS,
     shell:
         ANNOTATE_COMMAND
 
@@ -58,29 +94,25 @@ if ANNOTATE_BATCHES:
 
     rule annotate_batch:
         input:
-            meta=expand(
-                f"{RUN}/attributes/meta/{{{{batch}}}}{{suffix}}.parquet",
-                suffix=ANNOTATE_SUFFIXES,
-            ),
-            fitted=annotate_fitted_inputs,
+            meta=[layout.meta_sidecar(RUN, f"{{batch}}{s}") for s in ANNOTATE_SUFFIXES],
+            fitted=lambda w: annotate_cfg.fitted_inputs(config, RUN, w.family),
         output:
-            sidecars=expand(
-                f"{RUN}/attributes/{{{{family}}}}/{{{{batch}}}}{{suffix}}.parquet",
-                suffix=ANNOTATE_SUFFIXES,
-            ),
-            stats=f"{LOGS}/annotate/{{family}}/{{batch}}_batch.json",
+            sidecars=[
+                layout.sidecar(RUN, shard=f"{{batch}}{s}") for s in ANNOTATE_SUFFIXES
+            ],
+            stats=layout.annotation_batch_stats(RUN),
         log:
-            f"{LOGS}/annotate/{{family}}/{{batch}}_batch.log",
+            layout.job_log(RUN, "annotate", "{family}/{batch}_batch"),
+        benchmark:
+            layout.benchmark(RUN, "annotate", "{family}/{batch}_batch")
         wildcard_constraints:
             batch=names_pattern(ANNOTATE_BATCHES),
         container:
-            annotate_container
-        threads: annotate_threads
+            ANNOTATE_CONTAINER
+        threads: job_threads(BATCH_SHAPE)
         resources:
-            mem_mb=annotate_resource("mem_mb", len(ANNOTATE_SUFFIXES)),
-            runtime=annotate_resource("runtime", len(ANNOTATE_SUFFIXES)),
-            gpu=annotate_resource("gpu"),
-            throughput=annotate_throughput,
+            **job_resources(BATCH_SHAPE),
+            throughput=ANNOTATE_THROUGHPUT,
         params:
             cfg=lambda w: json_param(annotate_cfg.resolve_family(config, w.family)),
             shard_files=lambda w: json_param(
@@ -88,7 +120,7 @@ if ANNOTATE_BATCHES:
             ),
             meta_dir=parent_dir_of_input("meta"),
             out_dir=parent_dir("sidecars"),
-            max_doc_chars=config["corpus"]["reader"]["max_doc_chars"],
+            max_doc_chars=MAX_DOC_CHARS,
         shell:
             ANNOTATE_COMMAND
 
@@ -97,28 +129,30 @@ if DSIR_FAMILIES:
 
     rule fit_dsir:
         input:
-            meta=dsir_raw_meta,
-            raw=dsir_raw_files,
-            heldout=dsir_heldout,
+            meta=lambda w: expand(
+                layout.meta_sidecar(RUN), shard=list(DSIR_SHARD_FILES(w))
+            ),
+            raw=lambda w: [
+                path for files in DSIR_SHARD_FILES(w).values() for path in files
+            ],
+            heldout=lambda w: annotate_cfg.dsir_heldout_inputs(config, RUN, w.family),
             targets=lambda w: annotate_cfg.dsir_target_files(config, w.family),
         output:
-            model=f"{RUN}/raters/{{family}}/model.npz",
-            card=f"{RUN}/raters/{{family}}/rater_card.json",
+            model=layout.dsir_model(RUN),
+            card=layout.rater_card(RUN, "{family}"),
         log:
-            f"{LOGS}/fit_dsir/{{family}}.log",
+            layout.job_log(RUN, "fit_dsir", "{family}"),
         wildcard_constraints:
             family=names_pattern(DSIR_FAMILIES),
         container:
             CONTAINERS["cpu"]
+        threads: rule_threads("fit_dsir")
         resources:
-            mem_mb=4000,
-            runtime=120,
+            **rule_resources("fit_dsir"),
         params:
             cfg=lambda w: json_param(annotate_cfg.resolve_fit_dsir(config, w.family)),
-            shard_files=lambda w: json_param(dsir_shard_files(w.family)),
-            heldout=lambda w, input: (
-                f"--heldout {input.heldout}" if input.heldout else ""
-            ),
+            shard_files=lambda w: json_param(DSIR_SHARD_FILES(w)),
+            heldout=optional_flag("--heldout", "heldout"),
         shell:
             "selectlab annotate fit-dsir --params {params.cfg:q} --meta {input.meta}"
             " --shard-files {params.shard_files:q} {params.heldout}"
@@ -129,15 +163,14 @@ if annotate_cfg.needs_reference_lm(config):
 
     rule prepare_reference_lm:
         output:
-            directory(annotate_cfg.reference_lm_dir(RUN)),
+            directory(layout.reference_lm(RUN)),
         log:
-            f"{LOGS}/prepare_reference_lm.log",
+            layout.log(RUN, "prepare_reference_lm"),
         container:
             CONTAINERS["train"]
-        threads: 1  # parsing and dequantising the GGUF file is single-threaded
+        threads: rule_threads("prepare_reference_lm")
         resources:
-            mem_mb=4000,
-            runtime=30,
+            **rule_resources("prepare_reference_lm"),
         shell:
             "selectlab annotate prepare-reference-lm --out-dir {output} > {log} 2>&1"
 
@@ -146,17 +179,17 @@ if annotate_cfg.needs_reference_lm(config):
 # this table instead of on every shard's sidecar (rules/select.smk).
 rule family_throughput:
     input:
-        lambda w: annotation_stats([w.family]),
+        lambda w: ANNOTATION_STATS([w.family]),
     output:
-        csv=f"{RUN}/attributes/{{family}}/throughput.csv",
-        md=f"{RUN}/attributes/{{family}}/throughput.md",
+        csv=layout.family_throughput(RUN, ext="csv"),
+        md=layout.family_throughput(RUN, ext="md"),
     log:
-        f"{LOGS}/family_throughput/{{family}}.log",
+        layout.job_log(RUN, "family_throughput", "{family}"),
     container:
         CONTAINERS["cpu"]
+    threads: rule_threads("family_throughput")
     resources:
-        mem_mb=2000,
-        runtime=15,
+        **rule_resources("family_throughput"),
     shell:
         "selectlab annotate throughput --stats {input} --out-csv {output.csv}"
         " --out-md {output.md} > {log} 2>&1"
@@ -164,17 +197,17 @@ rule family_throughput:
 
 rule annotation_throughput:
     input:
-        annotation_stats(ANNOTATE_FAMILIES),
+        ANNOTATION_STATS(ANNOTATE_FAMILIES),
     output:
-        csv=f"{RUN}/tables/annotation_throughput.csv",
-        md=f"{RUN}/tables/annotation_throughput.md",
+        csv=layout.table(RUN, ANNOTATION_THROUGHPUT, "csv"),
+        md=layout.table(RUN, ANNOTATION_THROUGHPUT, "md"),
     log:
-        f"{LOGS}/annotation_throughput.log",
+        layout.log(RUN, "annotation_throughput"),
     container:
         CONTAINERS["cpu"]
+    threads: rule_threads("annotation_throughput")
     resources:
-        mem_mb=2000,
-        runtime=15,
+        **rule_resources("annotation_throughput"),
     shell:
         "selectlab annotate throughput --stats {input} --out-csv {output.csv}"
         " --out-md {output.md} > {log} 2>&1"

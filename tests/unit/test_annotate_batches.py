@@ -25,6 +25,18 @@ def test_full_batches_share_a_job_and_the_rest_run_alone():
     assert resolve.batch_suffixes(100)[:2] == ["00", "01"] and resolve.batch_suffixes(1) == [""]
 
 
+def test_a_batch_job_keeps_one_shards_memory_and_adds_up_their_time():
+    family = next(iter(TEST["annotate"]["families"]))
+    one, ten = resolve.resources(TEST, family), resolve.resources(TEST, family, 10)
+    assert ten == one | {"runtime": 10 * one["runtime"]}
+
+
+def test_stats_files_one_per_batch_and_one_per_shard_alone():
+    assert resolve.stats_files("r", ["a", "b"], ["group_0000"], ["group_00010"]) == [
+        "r/logs/annotate/a/group_0000_batch.json", "r/logs/annotate/a/group_00010.json",
+        "r/logs/annotate/b/group_0000_batch.json", "r/logs/annotate/b/group_00010.json"]
+
+
 def test_a_batch_with_a_hole_is_not_a_batch():
     shards = [f"shard_{i:05d}" for i in range(10) if i != 4]
     assert resolve.shard_batches(shards, 10) == ({}, shards)

@@ -50,7 +50,8 @@ def test_a_local_reference_model_needs_no_conversion_and_may_use_a_gpu(config):
                                                   "resources": {"gpu": 1, "mem_mb": 64000}}
     assert not resolve.needs_reference_lm(changed)
     assert resolve.fitted_inputs(changed, RUN, "refppl") == []
-    assert resolve.resources(changed, "refppl") == {"gpu": 1, "mem_mb": 64000, "runtime": 240}
+    assert resolve.resources(changed, "refppl") == {"gpu": 1, "cpus": 2, "mem_mb": 64000,
+                                                    "runtime": 240, "nodes": 1}
     params = resolve.resolve_family(changed, "refppl") | resolve.resolve_throughput(
         changed, "refppl")  # what `selectlab annotate run` merges
     annotator = build_annotator(params, [], gpus=1)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
+from selectlab.config import load_config
 from selectlab.evaluate.sizing import MAX_RUNTIME, MIN_RUNTIME, eval_size, perplexity_tokens
-from selectlab.selection.sizing import SEMDEDUP_CPUS, pool_documents, select_size
+from selectlab.selection.resolve import select_shape
+from selectlab.selection.sizing import SEMDEDUP_CPUS, pool_documents
 
 REPO = Path(__file__).resolve().parents[2]
-PAPER = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
-TEST = yaml.safe_load((REPO / ".test" / "config.yaml").read_text())
+PAPER = load_config(REPO / "config" / "paper.yaml")
+TEST = load_config(REPO / ".test" / "config.yaml")
 # One variant per model size of config/paper.yaml, smallest first.
 BY_SIZE = ["all25__proxy000", "uniform_178m_3b", "uniform_407m_6b", "uniform",
            "uniform_3b3_100b", "uniform_7b2_150b"]
@@ -41,14 +41,23 @@ def test_selection_memory_follows_the_pool_and_the_scores_it_reads():
     listing = {f"group_{i:05d}": ["f"] * 64 for i in range(925)}
     documents = pool_documents(PAPER, listing)
     assert documents == 925 * 64 * 10_000
-    uniform, proxy = select_size(PAPER, "uniform", documents), select_size(
+    uniform, proxy = select_shape(PAPER, "uniform", documents), select_shape(
         PAPER, "all25__proxy000", documents)
     # ~20 bytes a document of pool alone: more than the 8 GB the rule used to ask for.
     assert uniform["mem_mb"] > 8000 and proxy["mem_mb"] > 2 * uniform["mem_mb"]
     assert proxy["runtime"] > uniform["runtime"]
-    half = select_size(PAPER, "uniform", documents // 2)
+    half = select_shape(PAPER, "uniform", documents // 2)
     assert half["mem_mb"] < uniform["mem_mb"]
-    semdedup = select_size(PAPER, "semdedup", documents)
+    semdedup = select_shape(PAPER, "semdedup", documents)
     assert semdedup["cpus"] == SEMDEDUP_CPUS and uniform["cpus"] == 1
     assert semdedup["runtime"] > uniform["runtime"]
     assert pool_documents(TEST, {}) == 1100
+
+
+def test_a_configured_selection_size_wins_over_the_pool_estimate():
+    config = load_config(REPO / "config" / "paper.yaml")
+    documents = pool_documents(config, {f"group_{i:05d}": ["f"] * 64 for i in range(925)})
+    config["resources"] = {"select": {"mem_mb": 64000}}
+    shape = select_shape(config, "semdedup", documents)
+    assert shape["mem_mb"] == 64000 and shape["cpus"] == SEMDEDUP_CPUS
+    assert shape["runtime"] == select_shape(PAPER, "semdedup", documents)["runtime"]

@@ -21,8 +21,9 @@ import pytest
 import torch
 import yaml
 
-from selectlab import config as cfg
-from selectlab.train import sizing
+from selectlab.config import load_config
+from selectlab.selection import resolve as select_cfg
+from selectlab.train import resolve as train_cfg
 from selectlab.train.memory import (
     CHECKPOINT_BYTES,
     Launch,
@@ -34,7 +35,7 @@ from selectlab.train.memory import (
 
 REPO = Path(__file__).resolve().parents[2]
 PARTITIONS = REPO / "profiles" / "slurm" / "partitions.yaml"
-PAPER = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+PAPER = load_config(REPO / "config" / "paper.yaml")
 # Meta-rater Appendix D, Table 11: "Number of Total Parameters".
 TABLE_11 = {"proxy_18m": 18_089_216, "llama_178m": 178_476_928, "llama_407m": 407_020_800,
             "llama_1b3": 1_345_423_360, "llama_3b3": 3_335_989_760, "llama_7b2": 7_241_732_096}
@@ -82,9 +83,9 @@ def test_parameter_formula_counts_a_real_llama():
 
 @pytest.mark.parametrize("preset", sorted(TABLE_11))
 def test_paper_presets_have_table_11_parameter_counts(preset):
-    variant = next(name for name in [*PAPER["variants"], *cfg.proxy_variant_names(PAPER)]
-                   if cfg.preset_name(PAPER, name) == preset)
-    assert sizing.model_shape(PAPER, variant).parameters() == TABLE_11[preset]
+    variant = next(name for name in [*PAPER["variants"], *select_cfg.proxy_variant_names(PAPER)]
+                   if train_cfg.preset_name(PAPER, name) == preset)
+    assert train_cfg.model_shape(PAPER, variant).parameters() == TABLE_11[preset]
 
 
 def test_model_states_match_zero_table_1():
@@ -123,12 +124,12 @@ def test_checkpointing_and_sharding_lower_the_estimate():
 
 
 def all_variants(config: dict) -> list[str]:
-    return [*config["variants"], *cfg.proxy_variant_names(config)]
+    return [*config["variants"], *select_cfg.proxy_variant_names(config)]
 
 
 def test_paper_presets_fit_80gb_gpus_with_activation_checkpointing():
     assert PAPER["pretrain"]["activation_checkpointing"] is True
-    needed = {sizing.checked_gpu_memory_mb(PAPER, name, str(PARTITIONS))
+    needed = {train_cfg.checked_gpu_memory_mb(PAPER, name, str(PARTITIONS))
               for name in all_variants(PAPER)}
     assert max(needed) < 81920
 
@@ -137,13 +138,13 @@ def test_a_preset_that_cannot_fit_stops_the_plan_with_a_clear_message():
     config = copy.deepcopy(PAPER)
     config["pretrain"]["activation_checkpointing"] = False
     with pytest.raises(ValueError) as refused:
-        sizing.checked_gpu_memory_mb(config, "uniform_7b2_150b", str(PARTITIONS))
+        train_cfg.checked_gpu_memory_mb(config, "uniform_7b2_150b", str(PARTITIONS))
     message = str(refused.value)
     assert "'uniform_7b2_150b' (preset 'llama_7b2')" in message
     assert "activation checkpointing off" in message and "partition 'gpu'" in message
     assert "80.0 GiB GPUs" in message and "pretrain.activation_checkpointing" in message
     # Without a partition file (a local run) nothing is checked.
-    assert sizing.checked_gpu_memory_mb(config, "uniform_7b2_150b", None) > 81920
+    assert train_cfg.checked_gpu_memory_mb(config, "uniform_7b2_150b", None) > 81920
 
 
 def test_partition_file_problems_are_named(tmp_path):
@@ -154,17 +155,17 @@ def test_partition_file_problems_are_named(tmp_path):
 
     gpu = {"partitions": {"gpu": {"max_gpu": 8, "max_nodes": 8}}}
     with pytest.raises(ValueError, match="'gpu' has GPUs but no gpu_memory_mb"):
-        sizing.checked_gpu_memory_mb(PAPER, "uniform", partition_file("undeclared", gpu))
+        train_cfg.checked_gpu_memory_mb(PAPER, "uniform", partition_file("undeclared", gpu))
     misspelt = gpu | {"gpu_memory_mb": {"gpu": 40960, "a100": 1}}
     with pytest.raises(ValueError, match=r"does not list: \['a100'\]"):
-        sizing.checked_gpu_memory_mb(PAPER, "uniform", partition_file("misspelt", misspelt))
+        train_cfg.checked_gpu_memory_mb(PAPER, "uniform", partition_file("misspelt", misspelt))
     small = {"partitions": {"gpu": {"max_gpu": 4}}, "gpu_memory_mb": {"gpu": 40960}}
     with pytest.raises(ValueError, match="no partition in .* can take its pretraining job"):
-        sizing.checked_gpu_memory_mb(PAPER, "uniform", partition_file("small", small))
+        train_cfg.checked_gpu_memory_mb(PAPER, "uniform", partition_file("small", small))
 
 
 def test_global_batch_must_split_evenly_over_micro_batches_and_gpus():
     config = copy.deepcopy(PAPER)
     config["pretrain"]["micro_batch_sequences"] = 48
     with pytest.raises(ValueError, match="not a multiple of micro_batch_sequences 48 x 8 GPUs"):
-        sizing.launch_plan(config, "uniform")
+        train_cfg.launch_plan(config, "uniform")

@@ -24,11 +24,6 @@ def tasks(args) -> dict:
     return {"tasks": [task["name"] for task in built]}
 
 
-def progress_path(out: str) -> Path:
-    """Where an interrupted perplexity job keeps what it has scored (beside its output)."""
-    return Path(out).with_name(f".{Path(out).name}.progress")
-
-
 def perplexity(args) -> dict:
     from selectlab.train.preemption import PREEMPTED_EXIT_CODE, Preempted, StopRequest
 
@@ -38,7 +33,7 @@ def perplexity(args) -> dict:
 
     heldout = {Path(path).name.split(".")[0]: Path(path) for path in args.heldout}
     p = args.params
-    progress = progress_path(args.out)
+    progress = Path(args.progress) if args.progress else None
     try:
         result = per_source_perplexity(
             args.model, heldout, seq_len=p["seq_len"], batch_size=p["batch_size"],
@@ -48,7 +43,8 @@ def perplexity(args) -> dict:
         logging.getLogger(__name__).warning("%s", stopped)
         raise SystemExit(PREEMPTED_EXIT_CODE) from None
     write_json(args.out, result)
-    progress.unlink(missing_ok=True)
+    if progress is not None:
+        progress.unlink(missing_ok=True)
     return {split: result[split]["all"] for split in result}
 
 
@@ -100,6 +96,9 @@ def register(stages) -> None:
     p.add_argument("--model", required=True)
     p.add_argument("--heldout", nargs="+", required=True, help="{split}.jsonl.zst files")
     p.add_argument("--params", type=json_arg, required=True)
+    p.add_argument("--progress", default=None,
+                   help="file that keeps what is scored, so a pre-empted job resumes "
+                        "(selectlab.layout.perplexity_progress; removed at the end)")
     p.add_argument("--out", required=True)
     p = add_action(actions, "fetch-data", fetch_data,
                    "download the lm-eval tasks into a shared cache (run where there is internet)")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from selectlab.train import sizing as train_sizing
+from selectlab.train.resolve import model_shape
 
 GPU_FLOPS = {"float32": 15e12, "bfloat16": 100e12, "float16": 100e12}
 CPU_FLOPS = 20e9
@@ -73,7 +73,7 @@ def runtime_minutes(parameters: int, tokens: int, gpus: int, dtype: str) -> int:
 
 def eval_size(config: dict, variant: str, kind: str) -> dict:
     """`runtime` (minutes) and `mem_mb` of a `perplexity` or `icl` job on `variant`'s model."""
-    parameters = train_sizing.model_shape(config, variant).parameters()
+    parameters = model_shape(config, variant).parameters()
     gpus = int(config["evaluation"].get("gpu", 0))
     section = config["evaluation"][kind]
     tokens = perplexity_tokens(config) if kind == "perplexity" else icl_tokens(config)

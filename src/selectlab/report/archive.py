@@ -26,7 +26,6 @@ from selectlab.shards import atomic_write_bytes, sha256_file
 MANIFEST_NAME = "MANIFEST.sha256"
 REDACTED = "<redacted>"
 UNKNOWN = "unknown"
-_CHUNK = 1 << 20
 # Columns that measure the machine a job ran on (wall-clock time, speed, peak memory). Tables
 # that carry them (judge summaries, annotation throughput) are archived without them, so that
 # rebuilding from the same inputs gives the same bytes; the full tables stay in results/.

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import math
 
-from selectlab import config as cfg
-
 DOCUMENTS_PER_RAW_FILE = 10_000
 POOL_BYTES_PER_DOCUMENT = 20
 SCORE_BYTES = 4
@@ -36,16 +34,13 @@ def pool_documents(config: dict, shard_files: dict[str, list[str]]) -> int:
     return DOCUMENTS_PER_RAW_FILE * sum(len(files) for files in shard_files.values())
 
 
-def select_size(config: dict, variant: str, documents: int) -> dict:
-    """`cpus`, `mem_mb` and `runtime` of `variant`'s selection over a pool of `documents`."""
-    selection = cfg.resolve_selection(config, variant)
-    columns = len(cfg.selection_raters(config, variant)) + len(
-        selection["params"].get("scores", []))
+def select_size(method: str, params: dict, columns: int, documents: int) -> dict:
+    """`cpus`, `mem_mb` and `runtime` of a selection by `method` (with its `params`) reading
+    `columns` score columns over a pool of `documents`."""
     memory = documents * (POOL_BYTES_PER_DOCUMENT + SCORE_BYTES * columns + RANKING_BYTES)
     seconds = SAFETY * SECONDS_PER_DOCUMENT_COLUMN * documents * (1 + columns)
     cpus = 1
-    if selection["method"] == "semdedup":
-        params = selection["params"]
+    if method == "semdedup":
         sample = min(int(params.get("fit_sample", documents)), documents)
         clusters, iterations = int(params["clusters"]), int(params.get("iterations", 100))
         memory += 2 * sample * EMBEDDING_DIM * 4 + 8 * documents

@@ -37,10 +37,13 @@ from pathlib import Path
 
 import torch
 
-CHECKPOINT_NAME = re.compile(r"^step_(\d{7})$")
-TMP_PREFIX = ".step_"
-META_NAME = "run.json"
-OWNER_NAME = ".owner"
+from selectlab import layout
+
+CHECKPOINT_NAME = re.compile(
+    rf"^{layout.CHECKPOINT_PREFIX}(\d{{{layout.CHECKPOINT_STEP_DIGITS}}})$")
+TMP_PREFIX = f".{layout.CHECKPOINT_PREFIX}"
+META_NAME = layout.CHECKPOINT_META
+OWNER_NAME = layout.CHECKPOINT_OWNER
 REGULAR, PREEMPTION = "regular", "preemption"
 
 
@@ -49,7 +52,7 @@ def settings_hash(settings: dict) -> str:
 
 
 def checkpoint_path(directory: str | Path, step: int) -> Path:
-    return Path(directory) / f"step_{step:07d}"
+    return Path(directory) / layout.checkpoint_name(step)
 
 
 def process_tag() -> str:
@@ -110,7 +113,8 @@ def save_checkpoint(directory: str | Path, step: int, state: dict, meta: dict, k
     """
     directory = Path(directory)
     final = checkpoint_path(directory, step)
-    tmp = directory / f"{TMP_PREFIX}{step:07d}.tmp-{dist.broadcast_object(process_tag())}"
+    rank0 = dist.broadcast_object(process_tag())
+    tmp = directory / f".{layout.checkpoint_name(step)}.tmp-{rank0}"
     if dist.is_main:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
