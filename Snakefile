@@ -1,7 +1,8 @@
 # selectlab: raw corpus shards -> judgments -> raters -> per-shard annotation -> selection
 # variants -> pretraining -> evaluation -> tables, figures, report and archive.
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
+from selectlab.schema import validate_config
 from selectlab.selection import grids
 
 min_version("9.0")
@@ -14,12 +15,17 @@ if not workflow.overwrite_configfiles:
     configfile: "config/config.yaml"
 
 
-validate(config, "config/schema/config.schema.yaml")
+# Each schema file read once for both checks (Snakemake's validate re-reads a file per
+# cross-file reference); defaults fill in as with Snakemake's.
+SCHEMA_DIR = f"{workflow.basedir}/config/schema"
+validate_config(config, f"{SCHEMA_DIR}/config.schema.yaml")
 
 # Variant grids become plain variants here, once, so every rule and resolver sees only those;
 # the variants a grid produces are checked like written-out ones.
-validate(
-    grids.grid_variants(config["variants"]), "config/schema/variant_set.schema.yaml"
+validate_config(
+    grids.grid_variants(config["variants"]),
+    f"{SCHEMA_DIR}/variant_set.schema.yaml",
+    "a variant of a grid",
 )
 config["variants"] = grids.expand_variants(config["variants"])
 

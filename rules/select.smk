@@ -2,21 +2,55 @@
 # Selection and packing read every shard, but declare only tables written after all shards
 # (the read report for meta sidecars and tokens, a throughput table per score family): per-shard
 # inputs for every variant and Meta-rater proxy would make planning quadratic at full scale.
+# Scores combined on percentile ranks are ranked once per pool (rank_scores), not per selection.
+# Both rules stream the pool within selection.memory_mb, which is also what their jobs ask for;
+# a select job's cores and time follow the pool's size, and SemDeDup asks for its in-memory
+# ranks on top of the ceiling (selectlab.selection.sizing).
 from selectlab.selection import sizing as select_sizing
 from selectlab.train import resolve as train_cfg
 
 VARIANTS = select_cfg.variant_names(config)
-# A selection's memory, cores and time follow the size of the pool it reads.
+RANKED = select_cfg.ranked_scores(config)
+RANK_SHAPE = select_cfg.selection_job_shape(config, "rank_scores")
 POOL_DOCUMENTS = select_sizing.pool_documents(config, SHARD_FILES)
 SELECT_SHAPE = per_job(
     lambda w: select_cfg.select_shape(config, w["variant"], POOL_DOCUMENTS)
 )
+# The memory the pool streams within (the command's --memory-mb): the job's memory but for
+# SemDeDup's in-memory ranks. A resource, as mem_mb is: changing it reruns nothing.
+SELECT_CEILING_MB = select_cfg.selection_job_shape(config, "select")["mem_mb"]
+
+
+rule rank_scores:
+    input:
+        corpus=layout.read_report(RUN),
+        scores=layout.family_throughput(RUN, ext="csv"),
+    output:
+        directory(layout.rank_dir(RUN)),
+    log:
+        layout.job_log(RUN, "rank_scores", "{family}"),
+    wildcard_constraints:
+        family=names_pattern(RANKED),
+    container:
+        CONTAINERS["cpu"]
+    threads: RANK_SHAPE["cpus"]
+    resources:
+        **res.present(res.as_snakemake(RANK_SHAPE)),
+    params:
+        columns=lambda w: RANKED[w.family],
+        attributes_dir=layout.attributes_dir(RUN),
+        meta=expand(layout.meta_sidecar(RUN), shard=SHARDS),
+    shell:
+        "selectlab select rank --family {wildcards.family} --columns {params.columns}"
+        " --attributes-dir {params.attributes_dir} --meta {params.meta}"
+        " --memory-mb {resources.mem_mb} > {log} 2>&1"
 
 
 rule select:
     input:
         corpus=layout.read_report(RUN),
         scores=lambda w: select_cfg.score_inputs(config, RUN, w.variant),
+        ranks=lambda w: select_cfg.rank_inputs(config, RUN, w.variant),
         upstream=lambda w: select_cfg.selection_upstream(config, RUN, w.variant),
     output:
         selection=layout.selection(RUN),
@@ -28,6 +62,7 @@ rule select:
     threads: job_threads(SELECT_SHAPE)
     resources:
         **job_resources(SELECT_SHAPE),
+        memory_ceiling_mb=SELECT_CEILING_MB,
     params:
         cfg=lambda w: json_param(select_cfg.resolve_selection(config, w.variant)),
         attributes_dir=layout.attributes_dir(RUN),
@@ -36,7 +71,8 @@ rule select:
         upstream=optional_flag("--upstream", "upstream"),
     shell:
         "selectlab select run --params {params.cfg:q} --attributes-dir {params.attributes_dir}"
-        " --meta {params.meta} {params.upstream} --out-dir {params.out_dir} > {log} 2>&1"
+        " --meta {params.meta} {params.upstream} --out-dir {params.out_dir}"
+        " --memory-mb {resources.memory_ceiling_mb} > {log} 2>&1"
 
 
 # The packed sequences are read by this variant's pretraining only, so they go once it is done.

@@ -216,6 +216,22 @@ def analysis_matrix(root: str, name: str = NAME) -> str:
 
 # ---- selection -------------------------------------------------------------------------------
 @path
+def rank_dir(root: str, family: str = FAMILY) -> str:
+    """One family's percentile-rank sidecars over the pool (selectlab.selection.ranks)."""
+    return _under(root, "attributes", "ranks", family)
+
+
+@path
+def rank_sidecar(root: str, family: str = FAMILY, shard: str = SHARD) -> str:
+    return _under(rank_dir(root, family), f"{shard}.parquet")
+
+
+@path
+def rank_summary(root: str, family: str = FAMILY) -> str:
+    return _under(rank_dir(root, family), "ranks.json")
+
+
+@path
 def selection(root: str, variant: str = VARIANT) -> str:
     return _under(root, "selections", variant, "selection.parquet")
 

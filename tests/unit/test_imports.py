@@ -11,8 +11,8 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 # Imported by the Snakefile and rules while the job graph is built.
-PLANNING_MODULES = ["selectlab.layout", "selectlab.resources", "selectlab.config",
-                    "selectlab.corpus.resolve", "selectlab.judge.resolve",
+PLANNING_MODULES = ["selectlab.layout", "selectlab.resources", "selectlab.schema",
+                    "selectlab.config", "selectlab.corpus.resolve", "selectlab.judge.resolve",
                     "selectlab.raters.resolve", "selectlab.annotate.resolve",
                     "selectlab.analysis.plan", "selectlab.selection.resolve",
                     "selectlab.selection.grids", "selectlab.selection.sizing",

@@ -13,6 +13,7 @@ from selectlab.config import load_config
 from selectlab.evaluate.resolve import eval_shape
 from selectlab.evaluate.sizing import eval_size
 from selectlab.raters.resolve import resources as rater_shape
+from selectlab.selection.resolve import selection_job_shape
 from selectlab.train.launch import node_launcher
 from selectlab.train.resolve import pretrain_shape
 
@@ -41,9 +42,11 @@ def test_every_rule_sized_by_name_has_a_schema_default():
     rules = set(re.findall(r"^\s*rule (\w+):", text, re.MULTILINE))
     listed = set(res._schema(res.RESOURCES_SCHEMA)["properties"])
     assert sized and sized <= rules
-    # Evaluation and selection are listed too: their defaults sit under the sizes derived from
-    # the model and the pool.
-    assert listed == sized | {"eval_perplexity", "eval_icl", "select"}
+    # Evaluation rules are listed too: their defaults sit under the sizes derived from the model;
+    # so are selection's, under selection.memory_mb and the pool (both below).
+    derived = set(re.findall(r'selection_job_shape\(config, "(\w+)"\)', text))
+    assert derived == {"select", "rank_scores"} and derived <= rules
+    assert listed == sized | derived | {"eval_perplexity", "eval_icl"}
 
 
 def test_cpu_job_is_threads_and_memory_only():
@@ -89,6 +92,18 @@ def test_stage_shapes_layer_their_config_over_their_schema_defaults(config):
     config["resources"] = {"eval_icl": {"runtime": 600, "cpus": 4}}
     assert eval_shape(config, "eval_icl", name) == {"gpu": 0, "cpus": 4, "nodes": 1,
                                                     "mem_mb": sized["mem_mb"], "runtime": 600}
+
+
+def test_selection_jobs_ask_for_the_memory_they_stream_within(config):
+    config["selection"]["memory_mb"] = 3000
+    assert selection_job_shape(config, "select") == {"gpu": 0, "cpus": 1, "mem_mb": 3000,
+                                                     "runtime": 120, "nodes": 1}
+    assert selection_job_shape(config, "rank_scores")["mem_mb"] == 3000
+    assert selection_job_shape(config, "rank_scores")["runtime"] == 240
+    config["resources"] = {"select": {"mem_mb": 16000, "runtime": 30}}
+    assert selection_job_shape(config, "select")["mem_mb"] == 16000
+    assert selection_job_shape(config, "select")["runtime"] == 30
+    assert selection_job_shape(config, "rank_scores")["mem_mb"] == 3000
 
 
 def test_an_evaluation_on_a_gpu_takes_one_gpus_share_of_the_preset(config):

@@ -14,6 +14,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from selectlab.config import load_config
+from selectlab.schema import ConfigError, validate_config
 from selectlab.selection.grids import expand_variants, grid_variants, is_grid
 
 REPO = Path(__file__).resolve().parents[2]
@@ -109,3 +110,19 @@ def test_schema_checks_grids_and_the_variants_they_produce():
     validate(copy.deepcopy(bad), str(SCHEMA / "config.schema.yaml"))
     with pytest.raises(WorkflowError, match=r"_t1'\]\['params'\]\['tau'\]"):
         validate(grid_variants(bad["variants"]), str(SCHEMA / "variant_set.schema.yaml"))
+
+
+def test_the_workflows_validation_checks_grids_and_their_variants_alike():
+    # The Snakefile validates with selectlab.schema (each schema file read once), not Snakemake's.
+    config = raw_paper()
+    validate_config(copy.deepcopy(config), SCHEMA / "config.schema.yaml")
+    validate_config(grid_variants(config["variants"]), SCHEMA / "variant_set.schema.yaml")
+    bad = copy.deepcopy(config)
+    bad["variants"]["overall_levels"]["grid"]["level"] = []
+    with pytest.raises(ConfigError, match="overall_levels"):
+        validate_config(bad, SCHEMA / "config.schema.yaml")
+    bad = copy.deepcopy(config)
+    bad["variants"]["qurating_criteria"]["grid"]["mode"]["t1"]["tau"] = "one"
+    validate_config(copy.deepcopy(bad), SCHEMA / "config.schema.yaml")
+    with pytest.raises(ConfigError, match=r"at \w+_t1/params/tau: 'one'"):
+        validate_config(grid_variants(bad["variants"]), SCHEMA / "variant_set.schema.yaml")

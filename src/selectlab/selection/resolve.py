@@ -86,10 +86,30 @@ def proxy_entry(config: dict, search: str, index: int) -> dict:
     params = {"scores": list(spec["scores"]), "weights": weights}
     if "strata" in spec:
         params["strata"] = list(spec["strata"])
-    return {"family": PROXY_FAMILY, "label": f"{search} proxy {index}",
-            "method": "weighted_topk", "params": params, "seed": seed,
-            "budget_tokens": spec["budget_tokens"],
-            "pretrain": {"preset": spec["preset"]} | spec.get("pretrain", {})}
+    entry = {"family": PROXY_FAMILY, "label": f"{search} proxy {index}",
+             "method": "weighted_topk", "params": params, "seed": seed,
+             "budget_tokens": spec["budget_tokens"],
+             "pretrain": {"preset": spec["preset"]} | spec.get("pretrain", {})}
+    if "selections_from" in spec:
+        entry["shared_from"] = shared_proxy(config, search, index, entry)
+    return entry
+
+
+def shared_proxy(config: dict, search: str, index: int, entry: dict) -> str:
+    """The proxy of `selections_from` whose selection this proxy reuses, checked to be defined
+    exactly alike (method, scores, weights, strata, seed, budget)."""
+    source = metarater_searches(config)[search]["selections_from"]
+    searches = metarater_searches(config)
+    if source not in searches or "selections_from" in searches[source]:
+        raise ValueError(f"search {search!r}: selections_from {source!r} must name a search "
+                         "that selects its own proxies")
+    theirs = proxy_entry(config, source, index)
+    keys = ("method", "params", "seed", "budget_tokens")
+    differ = [key for key in keys if entry[key] != theirs[key]]
+    if differ:
+        raise ValueError(f"search {search!r} cannot share {source!r}'s selections: its proxies' "
+                         f"{differ} differ")
+    return proxy_name(source, index)
 
 
 def variant_entry(config: dict, name: str) -> dict:
@@ -140,30 +160,38 @@ def resolve_selection(config: dict, name: str) -> dict:
     else:
         budget = variant.get("budget_tokens", config["selection"]["budget_tokens"])
         budget = int(round(budget * variant.get("budget_scale", 1.0)))
-    return {
+    resolved = {
         "name": name,
         "method": variant["method"],
         "budget_tokens": budget,
         "seed": variant_seed(config, name),
         "params": params,
     }
+    if "shared_from" in variant:  # an identical selection of another variant, reused
+        resolved["shared_from"] = variant["shared_from"]
+    return resolved
 
 
 def selection_raters(config: dict, name: str) -> list[str]:
-    """Sidecar families (besides meta) that a variant's selection reads."""
+    """Sidecar families (besides meta) that a variant's selection reads (none when it reuses
+    another variant's selection)."""
     from selectlab.selection.methods import required_raters
 
+    if "shared_from" in variant_entry(config, name):
+        return []
     return required_raters(selection_params(config, name))
 
 
 def select_shape(config: dict, name: str, documents: int) -> dict:
     """The selection job of a variant over a pool of `documents` (selection.sizing.pool_documents):
-    memory, cores and time from the pool and the score columns it reads, over the rule's
-    default; `resources.select` overrides."""
+    the `select` job of `selection_job_shape` (memory: the streaming ceiling), with cores and
+    time from the pool and the score columns it reads (SemDeDup's in-memory ranks added to its
+    memory); `resources.select` still overrides."""
     selection = resolve_selection(config, name)
     columns = len(selection_raters(config, name)) + len(selection["params"].get("scores", []))
+    ceiling = selection_job_shape(config, "select")["mem_mb"]
     return rule_shape(config, "select", select_size(selection["method"], selection["params"],
-                                                    columns, documents))
+                                                    columns, documents, ceiling))
 
 
 def score_inputs(config: dict, root: str, name: str) -> list[str]:
@@ -174,10 +202,49 @@ def score_inputs(config: dict, root: str, name: str) -> list[str]:
             for family in selection_raters(config, name)]
 
 
+def ranked_scores(config: dict) -> dict[str, list[str]]:
+    """Family -> its columns that some selection combines on percentile ranks; each family is
+    ranked once over the pool (selectlab select rank)."""
+    from selectlab.selection.methods import RANKED_METHODS
+    from selectlab.selection.ranks import ranked_columns
+
+    refs = [ref for name, variant in config["variants"].items()
+            if variant["method"] in RANKED_METHODS
+            for ref in selection_params(config, name)["scores"]]
+    refs += [ref for spec in metarater_searches(config).values() for ref in spec["scores"]]
+    return ranked_columns(refs)
+
+
+def selection_ranks(config: dict, name: str) -> list[str]:
+    """Families whose rank sidecars a variant's selection reads."""
+    from selectlab.selection.methods import RANKED_METHODS
+
+    variant = variant_entry(config, name)
+    if variant["method"] not in RANKED_METHODS or "shared_from" in variant:
+        return []
+    return sorted({ref.lstrip("-").split(".")[0]
+                   for ref in selection_params(config, name)["scores"]})
+
+
+def rank_inputs(config: dict, root: str, name: str) -> list[str]:
+    """The rank sidecar directory of each family a variant's selection combines on ranks."""
+    return [layout.rank_dir(root, family) for family in selection_ranks(config, name)]
+
+
+def selection_job_shape(config: dict, rule: str) -> dict:
+    """A `select` or `rank_scores` job: the rule's default, its memory the ceiling the job
+    streams the pool within (`selection.memory_mb`, passed to the command too), then the
+    config's `resources.<rule>`."""
+    return rule_shape(config, rule, {"mem_mb": config["selection"].get("memory_mb")})
+
+
 def selection_upstream(config: dict, root: str, name: str) -> list[str]:
     """The one file a variant's selection reads besides sidecars: fitted Meta-rater weights,
-    or the selection a curriculum reorders; [] for every other method."""
+    the selection a curriculum reorders, or the identical selection a proxy of a search with
+    `selections_from` reuses; [] for every other method."""
     variant = variant_entry(config, name)
+    if "shared_from" in variant:
+        return [layout.selection(root, variant["shared_from"])]
     params = selection_params(config, name)
     if variant["method"] == "metarater":
         return [layout.metarater_weights(root, params["search"], params["proxies"])]
