@@ -135,7 +135,9 @@ if DSIR_FAMILIES:
             raw=lambda w: [
                 path for files in DSIR_SHARD_FILES(w).values() for path in files
             ],
-            heldout=lambda w: annotate_cfg.dsir_heldout_inputs(config, RUN, w.family),
+            target_split=lambda w: annotate_cfg.dsir_target_split_inputs(
+                config, RUN, w.family
+            ),
             targets=lambda w: annotate_cfg.dsir_target_files(config, w.family),
         output:
             model=layout.dsir_model(RUN),
@@ -152,10 +154,10 @@ if DSIR_FAMILIES:
         params:
             cfg=lambda w: json_param(annotate_cfg.resolve_fit_dsir(config, w.family)),
             shard_files=lambda w: json_param(DSIR_SHARD_FILES(w)),
-            heldout=optional_flag("--heldout", "heldout"),
+            target_split=optional_flag("--target-split", "target_split"),
         shell:
             "selectlab annotate fit-dsir --params {params.cfg:q} --meta {input.meta}"
-            " --shard-files {params.shard_files:q} {params.heldout}"
+            " --shard-files {params.shard_files:q} {params.target_split}"
             " --out-model {output.model} --out-card {output.card} > {log} 2>&1"
 
 

@@ -14,6 +14,7 @@ if config["corpus"]["mode"] == "embedded":
         output:
             shards=expand(layout.raw_shard(RUN), shard=SHARDS),
             heldout=expand(layout.heldout(RUN), split=SPLITS),
+            dsir_target=layout.dsir_target(RUN),
             ground_truth=layout.ground_truth(RUN),
             stats=layout.corpus_build_stats(RUN),
         log:

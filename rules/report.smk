@@ -140,7 +140,8 @@ rule provenance:
     resources:
         **rule_resources("provenance"),
     params:
-        cfg=json_param(config),
+        # A function, so braces in config values (the chat template) are not read as wildcards.
+        cfg=lambda w: json_param(config),
     shell:
         "selectlab report provenance --params {params.cfg:q} --reports {input}"
         " --out {output} > {log} 2>&1"
@@ -160,6 +161,9 @@ rule archive:
         select_cfg.metarater_fit_files(config, RUN),
         ANALYSIS_TARGETS,
         expand(layout.table(RUN), name=REPORT.rater_tables, ext=["csv", "md"]),
+        expand(layout.table(RUN), name=REPORT.winrate_tables(), ext=["csv", "md"]),
+        expand(layout.figure(RUN), name=REPORT.winrate_figures()),
+        INSTRUCT_ARCHIVE,
         measured=MEASURED_TABLES,
     output:
         layout.archive(RUN),

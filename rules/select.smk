@@ -38,7 +38,8 @@ rule rank_scores:
         **res.present(res.as_snakemake(RANK_SHAPE)),
     params:
         columns=lambda w: RANKED[w.family],
-        attributes_dir=layout.attributes_dir(RUN),
+        # attributes/ranks/{family} -> attributes/ (snakemake --lint: derived, not hardcoded)
+        attributes_dir=lambda w, output: os.path.dirname(os.path.dirname(output[0])),
         meta=expand(layout.meta_sidecar(RUN), shard=SHARDS),
     shell:
         "selectlab select rank --family {wildcards.family} --columns {params.columns}"

@@ -16,6 +16,7 @@ from selectlab.commands import (
     annotate,
     corpus,
     evaluate,
+    instruct,
     judge,
     pretrain,
     raters,
@@ -24,7 +25,8 @@ from selectlab.commands import (
     tokens,
 )
 
-STAGES = [corpus, tokens, judge, raters, annotate, analysis, select, pretrain, evaluate, report]
+STAGES = [corpus, tokens, judge, raters, annotate, analysis, select, pretrain, evaluate, instruct,
+          report]
 
 
 def build_parser() -> argparse.ArgumentParser:

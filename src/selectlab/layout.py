@@ -23,6 +23,7 @@ CAPTIONS = "report"  # the report's caption files, report/{stem}.rst in the repo
 SHARD, SPLIT, VARIANT, FAMILY, RATER = "{shard}", "{split}", "{variant}", "{family}", "{rater}"
 PROTOCOL, SEARCH, PROXIES, NAME, EXT, ENV = ("{protocol}", "{search}", "{proxies}", "{name}",
                                              "{ext}", "{env}")
+COMPARISON = "{comparison}"
 
 # Inside a rater directory (raters/{rater}/): what selectlab.raters.io writes and reads.
 RATER_CARD, RATER_MODEL = "rater_card.json", "model"
@@ -65,6 +66,13 @@ def raw_shard(root: str, shard: str = SHARD) -> str:
 @path
 def heldout(root: str, split: str = SPLIT) -> str:
     return _under(root, "corpus", "heldout", f"{split}.jsonl.zst")
+
+
+@path
+def dsir_target(root: str) -> str:
+    """The embedded corpus's DSIR target split (`pool:` targets), apart from held-out and
+    training documents."""
+    return _under(root, "corpus", "dsir_target.jsonl.zst")
 
 
 @path
@@ -316,6 +324,59 @@ def perplexity_progress(root: str, variant: str = VARIANT) -> str:
 @path
 def icl(root: str, variant: str = VARIANT) -> str:
     return _under(root, "eval", variant, "icl.json")
+
+
+# ---- instruction following (QuRating Figure 3, DataMan Figure 2) -----------------------------
+@path
+def instruct_train(root: str) -> str:
+    return _under(root, "instruct", "data", "train.parquet")
+
+
+@path
+def instruct_eval(root: str) -> str:
+    return _under(root, "instruct", "data", "eval.parquet")
+
+
+@path
+def instruct_split(root: str) -> str:
+    return _under(root, "instruct", "data", "split.json")
+
+
+@path
+def sft_model(root: str, variant: str = VARIANT) -> str:
+    return _under(root, "instruct", "sft", variant, "model")
+
+
+@path
+def sft_log(root: str, variant: str = VARIANT) -> str:
+    return _under(root, "instruct", "sft", variant, "sft_log.csv")
+
+
+@path
+def sft_checkpoints(root: str, variant: str = VARIANT) -> str:
+    """Resume state; not a declared output, so Snakemake keeps it across failures."""
+    return _under(root, "instruct", "sft", variant, "checkpoints")
+
+
+@path
+def answers(root: str, variant: str = VARIANT) -> str:
+    return _under(root, "instruct", "answers", f"{variant}.parquet")
+
+
+@path
+def answer_judgments(root: str, comparison: str = COMPARISON) -> str:
+    return _under(root, "instruct", "judgments", comparison, "judgments.parquet")
+
+
+@path
+def answer_judge_summary(root: str, comparison: str = COMPARISON) -> str:
+    return _under(root, "instruct", "judgments", comparison, "summary.csv")
+
+
+@path
+def answer_judge_cache(root: str, comparison: str = COMPARISON) -> str:
+    """Not a declared output: it survives a failed or rerun judge_answers job."""
+    return _under(root, "instruct", "judgments", comparison, "cache.sqlite")
 
 
 # ---- tables, figures, report, provenance, archive --------------------------------------------

@@ -63,6 +63,9 @@ def test_every_stage_wrote_its_files(run_dir, config):
         "report/report.html", "provenance/provenance.json",
         f"archive/selectlab-{config['run']}.tar.gz",
     ]
+    expected += ["instruct/data/train.parquet", "instruct/data/eval.parquet",
+                 "instruct/data/split.json", "tables/winrate.csv", "tables/winrate.md",
+                 "figures/winrate.png", "instruct/judgments/qurating/judgments.parquet"]
     expected += [f"corpus/tokens/{s}.npy" for s in shards]
     expected += [f"attributes/meta/{s}.parquet" for s in shards]
     for variant in variants:
@@ -134,6 +137,81 @@ def test_tables_have_one_row_per_variant_with_finite_numbers(run_dir, config):
     assert main.loc[main["variant"] == baseline].filter(like="delta").iloc[0, 0] == 0.0
     html = (run_dir / "report/report.html").read_text()
     assert all(label in html for label in labels) and "data:image/png;base64" in html
+
+
+def test_instruction_set_stays_off_the_corpus(run_dir):
+    from selectlab.instruct.heldout import CorpusText
+    from selectlab.shards import read_all
+
+    corpus_files = sorted((run_dir / "corpus/raw").glob("*.jsonl.zst")) + sorted(
+        (run_dir / "corpus/heldout").glob("*.jsonl.zst"))
+    corpus = CorpusText(read_all(corpus_files)[0])
+    train = pd.read_parquet(run_dir / "instruct/data/train.parquet")
+    evaluation = pd.read_parquet(run_dir / "instruct/data/eval.parquet")
+    record = json.loads((run_dir / "instruct/data/split.json").read_text())
+    pairs = pd.concat([train, evaluation])
+    assert (len(train), len(evaluation)) == (record["train_pairs"], record["eval_instructions"])
+    assert not pairs["id"].duplicated().any()
+    assert not any(corpus.drew(key) for key in pairs["key"])
+    assert not any(corpus.contains(text) for text in pairs["response"])
+    # The corpus did draw from the same resources, and those texts were left out.
+    assert sum(counts.get("drawn_by_corpus", 0) for counts in record["sources"].values()) > 0
+    assert set(pairs["source"]) == {"dictionary", "python", "man"}
+
+
+def test_win_rates_are_real_numbers_from_both_orders(run_dir, config):
+    table = pd.read_csv(run_dir / "tables/winrate.csv")
+    spec = config["instruct"]["comparisons"]["qurating"]
+    assert table["variant"].tolist() == spec["variants"]
+    row = table.iloc[0]
+    evaluation = pd.read_parquet(run_dir / "instruct/data/eval.parquet")
+    assert row["instructions"] + row["failed"] == len(evaluation)
+    assert row["wins"] + row["ties"] + row["losses"] == row["instructions"]
+    assert 0 <= row["ci_low"] <= row["win_rate"] <= row["ci_high"] <= 100
+    assert row["ci_high"] > row["ci_low"]  # the answers differ: not all ties
+    assert "REFERENCE-BASED judge" in (run_dir / "tables/winrate.md").read_text()
+    judgments = pd.read_parquet(run_dir / "instruct/judgments/qurating/judgments.parquet")
+    assert len(judgments) == 2 * len(evaluation) * len(spec["variants"])
+    for _, pair in judgments.groupby(["variant", "instruction_id"]):
+        first, second = pair.sort_values("order").itertuples()
+        assert (first.order, second.order) == (0, 1)
+        assert (first.shown_first, second.shown_first) == (first.variant, spec["reference"])
+        # The reference-based judge is order-blind: the swapped pair gets the mirrored letter.
+        assert {first.parsed, second.parsed} in ({'"A"', '"B"'}, {'"tie"'})
+        assert first.value == second.value
+    answers = pd.read_parquet(run_dir / "instruct/answers/uniform.parquet")
+    assert answers["id"].tolist() == evaluation["id"].tolist() and answers["finished"].any()
+
+
+def test_fine_tuning_beats_the_same_model_untuned(run_dir, config, tmp_path):
+    from selectlab.instruct import compare
+    from selectlab.instruct.generate import GenerateSettings, answers_table, generate_transformers
+    from selectlab.instruct.reference_judge import ReferenceOverlapJudge
+    from selectlab.instruct.template import ChatTemplate, prompt_ids
+    from selectlab.judge.run import RunSettings
+    from selectlab.tokens import load_tokenizer
+
+    reference = config["instruct"]["comparisons"]["qurating"]["reference"]
+    evaluation = pd.read_parquet(run_dir / "instruct/data/eval.parquet")
+    untuned = str(run_dir / "models" / reference / "final")
+    template = ChatTemplate(**config["instruct"]["chat_template"])
+    tokenizer = load_tokenizer(untuned)
+    prompts = [prompt_ids(tokenizer, template, text) for text in evaluation["instruction"]]
+    settings = GenerateSettings(config["instruct"]["generate"]["max_new_tokens"], batch_size=20)
+    answers = {
+        "tuned": pd.read_parquet(run_dir / f"instruct/answers/{reference}.parquet"),
+        "untuned": answers_table(evaluation["id"], "untuned",
+                                 generate_transformers(untuned, prompts, settings),
+                                 "transformers"),
+    }
+    texts = {compare.answer_id(row.id, row.answer): row.answer
+             for frame in answers.values() for row in frame.itertuples()}
+    judge = ReferenceOverlapJudge(texts, dict(zip(evaluation["id"], evaluation["response"],
+                                                  strict=True)))
+    judged, _ = compare.judge_comparison(evaluation, answers, ["tuned"], "untuned",
+                                         compare.Settings(), judge, tmp_path / "cache.sqlite",
+                                         RunSettings())
+    assert judged["value"].mean() > 0.6
 
 
 def read_archive(path: Path) -> dict[str, bytes]:

@@ -19,7 +19,7 @@ PLANNING_MODULES = ["selectlab.layout", "selectlab.resources", "selectlab.schema
                     "selectlab.train.resolve", "selectlab.train.memory",
                     "selectlab.train.partitions", "selectlab.train.launch",
                     "selectlab.evaluate.resolve", "selectlab.evaluate.sizing",
-                    "selectlab.report.plan"]
+                    "selectlab.instruct.resolve", "selectlab.report.plan"]
 
 
 def modules() -> dict[str, Path]:

@@ -23,7 +23,8 @@ def build_signals(params: dict, fitted: list[str], gpus: int) -> Annotator:
 
 
 def build_dsir(params: dict, fitted: list[str], gpus: int) -> Annotator:
-    return DsirAnnotator(fitted[0], params["buckets"], list(params["targets"]))
+    return DsirAnnotator(fitted[0], params["buckets"], list(params["targets"]),
+                         params.get("smoothing", "epsilon"))
 
 
 def dsir_fitted(run_dir: str, name: str, params: dict) -> list[str]:

@@ -15,6 +15,9 @@ from selectlab.analysis.plan import AnalysisPlan, analysis_plan
 from selectlab.analysis.plan import caption_stem as analysis_caption_stem
 from selectlab.analysis.plan import heading as analysis_heading
 from selectlab.annotate.resolve import container_key, family_names
+from selectlab.instruct.resolve import archive_files as instruct_archive_files
+from selectlab.instruct.resolve import configured as instruct_configured
+from selectlab.instruct.resolve import container_key as instruct_container_key
 from selectlab.judge.resolve import configured_protocols
 from selectlab.judge.resolve import notes as judge_notes
 from selectlab.selection.resolve import metarater_fits, selection_params
@@ -23,8 +26,12 @@ TABLES = ("main", "perplexity_by_source", "icl_by_task", "selection_overlap")
 FIGURES = ("ppl_vs_icl", "loss_curves", "selection_overlap")
 METARATER_FIGURES = ("metarater_fit", "metarater_weights", "metarater_proxies", "metarater_pca")
 ANNOTATION_THROUGHPUT = "annotation_throughput"  # written by rules/annotate.smk
+# The win-rate table and figure (rules/instruct.smk), where the config has comparisons.
+WINRATE_TABLES = ("winrate",)
+WINRATE_FIGURES = ("winrate",)
 # Where a table's caption file is not named after it (report/{stem}.rst).
-TABLE_CAPTIONS = {"main": "main_table", "selection_overlap": "selection_overlap_table"}
+TABLE_CAPTIONS = {"main": "main_table", "selection_overlap": "selection_overlap_table",
+                  "winrate": "winrate_table"}
 HEADINGS = {
     "main": "Main results",
     "perplexity_by_source": "Perplexity by source",
@@ -36,6 +43,7 @@ HEADINGS = {
     "metarater_weights": "Meta-rater: learned weights",
     "metarater_proxies": "Meta-rater: downstream score vs number of proxies",
     "metarater_pca": "Meta-rater: proxy weights and loss landscape",
+    "winrate": "Instruction following: win rates after fine-tuning",
 }
 # The software environments every run uses (`environments` adds the others a run may use).
 ENVIRONMENTS = ("cpu", "train")
@@ -46,22 +54,30 @@ class ReportPlan:
     metarater_figure_fits: list[tuple[str, int]]  # (search, proxies) the figures show
     rater_tables: list[str]
     analysis: AnalysisPlan
+    instruct: bool  # instruction-following comparisons configured (the win rates)
 
     def figures(self) -> list[str]:
         """Figures of the results (rule `figures`)."""
         return list(FIGURES) + (list(METARATER_FIGURES) if self.metarater_figure_fits else [])
 
+    def winrate_tables(self) -> list[str]:
+        """The win-rate table (rule `winrate`), when there are comparisons."""
+        return list(WINRATE_TABLES) if self.instruct else []
+
+    def winrate_figures(self) -> list[str]:
+        return list(WINRATE_FIGURES) if self.instruct else []
+
     def report_tables(self) -> list[str]:
-        """Tables of the HTML report, in its order: the results, then the analysis."""
-        return list(TABLES) + self.analysis.tables()
+        """Tables of the HTML report, in its order: the results, the win rates, the analysis."""
+        return list(TABLES) + self.winrate_tables() + self.analysis.tables()
 
     def report_figures(self) -> list[str]:
-        return self.figures() + self.analysis.figures()
+        return self.figures() + self.winrate_figures() + self.analysis.figures()
 
     def paper_tables(self) -> list[str]:
         """Every table of the three papers this configuration regenerates."""
-        return (list(TABLES) + self.rater_tables + [ANNOTATION_THROUGHPUT]
-                + self.analysis.tables())
+        return (list(TABLES) + self.winrate_tables() + self.rater_tables
+                + [ANNOTATION_THROUGHPUT] + self.analysis.tables())
 
     def paper_figures(self) -> list[str]:
         return self.report_figures()
@@ -72,23 +88,29 @@ def report_plan(config: dict) -> ReportPlan:
     from selectlab.raters.resolve import table_names as rater_table_names
 
     return ReportPlan(metarater_figure_fits(config), rater_table_names(config),
-                      analysis_plan(config))
+                      analysis_plan(config), instruct_configured(config))
 
 
 def environments(config: dict) -> list[str]:
     """Every image a job of this configuration runs in, each one's package list archived: the
-    cpu and train images, the annotation families' images and, for a vLLM judge, vllm's."""
+    cpu and train images, the annotation families' images, vllm's for a vLLM judge, and the
+    images of instruction following's answer generation and judging."""
     families = {container_key(config, family) for family in family_names(config)}
     judge = {"vllm"} if config["judge"]["backend"]["kind"] == "vllm" else set()
-    return sorted(set(ENVIRONMENTS) | families | judge)
+    instruct = ({instruct_container_key(config, stage) for stage in ("generate", "judge")}
+                if instruct_configured(config) else set())
+    return sorted(set(ENVIRONMENTS) | families | judge | instruct)
 
 
 def measured_tables(config: dict, root: str) -> list[str]:
     """Tables that also hold wall-clock time, speed or peak memory: archived without those
     columns (selectlab.report.archive.MEASURED_COLUMNS), so the archive stays
     byte-reproducible."""
+    instruct = [path for path in instruct_archive_files(config, root)
+                if path.endswith(".csv")]  # SFT logs (seconds), answer judge summaries
     return [layout.table(root, ANNOTATION_THROUGHPUT, "csv")] + [
-        layout.judge_summary(root, protocol) for protocol in configured_protocols(config)]
+        layout.judge_summary(root, protocol) for protocol in configured_protocols(config)
+    ] + instruct
 
 
 def table_caption(name: str) -> str:

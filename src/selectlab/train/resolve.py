@@ -31,13 +31,22 @@ LAUNCH_PRESET_KEYS = ("resources", "fsdp")
 PRETRAINED_VOCAB_SIZE = 32000
 
 
+def family_pretrain(config: dict, name: str) -> dict:
+    """The training settings `pretrain_by_family` gives the variant's family ({} if none):
+    what one paper did for all its rows (DataMan's checkpoint merge, Meta-rater's batch and
+    learning rate), between the run's defaults and the variant's own `pretrain`."""
+    family = variant_entry(config, name)["family"]
+    return (config.get("pretrain_by_family") or {}).get(family, {})
+
+
 def preset_name(config: dict, name: str) -> str:
-    """The model preset a variant trains (its own `pretrain.preset`, else the default).
+    """The model preset a variant trains (its own `pretrain.preset`, else its family's, else the
+    default).
 
     Checked without merging the whole pretraining section: planning asks for it once per
     resource of every pretraining and evaluation job."""
-    preset = variant_entry(config, name).get("pretrain", {}).get(
-        "preset", config["pretrain"]["preset"])
+    default = family_pretrain(config, name).get("preset", config["pretrain"]["preset"])
+    preset = variant_entry(config, name).get("pretrain", {}).get("preset", default)
     presets = config["models"]["presets"]
     if preset not in presets:
         raise ValueError(f"variant {name!r}: unknown model preset {preset!r}; "
@@ -50,12 +59,14 @@ def preset(config: dict, name: str) -> dict:
 
 
 def merged_pretrain(config: dict, name: str) -> dict:
-    """The `pretrain` section with the variant's overrides."""
-    return deep_merge(config["pretrain"], variant_entry(config, name).get("pretrain", {}))
+    """The `pretrain` section with the variant's family's overrides, then its own."""
+    return deep_merge(deep_merge(config["pretrain"], family_pretrain(config, name)),
+                      variant_entry(config, name).get("pretrain", {}))
 
 
 def resolve_pretrain(config: dict, name: str) -> dict:
-    """Training settings and model preset for one variant (variant overrides win)."""
+    """Training settings and model preset for one variant: the defaults, then its family's,
+    then its own (each overriding the one before)."""
     settings = merged_pretrain(config, name)
     for key in ("preset", "init_from", *LAUNCH_SETTINGS):
         settings.pop(key, None)
@@ -75,9 +86,10 @@ def launch_settings(config: dict, name: str) -> dict:
 
 
 def seq_len(config: dict, name: str) -> int:
-    """The sequence length a variant trains on (packing and evaluation use it too)."""
-    own = variant_entry(config, name).get("pretrain", {}).get("seq_len")
-    return int(config["pretrain"]["seq_len"] if own is None else own)
+    """The sequence length a variant trains on (packing and evaluation use it too): its own,
+    else its family's, else the default."""
+    default = family_pretrain(config, name).get("seq_len", config["pretrain"]["seq_len"])
+    return int(variant_entry(config, name).get("pretrain", {}).get("seq_len", default))
 
 
 def init_variant(config: dict, name: str) -> str | None:
