@@ -39,10 +39,12 @@ include: "rules/analysis.smk"
 include: "rules/select.smk"
 include: "rules/metarater.smk"
 include: "rules/pretrain.smk"
+include: "rules/mates.smk"
 include: "rules/evaluate.smk"
 include: "rules/instruct.smk"
 include: "rules/report.smk"
 include: "rules/paper.smk"
+include: "rules/cost.smk"
 include: "rules/containers.smk"
 
 

@@ -8,9 +8,12 @@
 # them out keeps a paper-scale plan (thousands of raw files x 9 families) from spending most of
 # its time resolving the same raw paths again for every family (benchmarks/dag_scale.py).
 from selectlab.annotate import resolve as annotate_cfg
+from selectlab.mates import plan as mates_cfg
 from selectlab.report.plan import ANNOTATION_THROUGHPUT
 
 ANNOTATE_FAMILIES = annotate_cfg.family_names(config)
+# Generated per stage of a MATES variant; annotated when that stage is selected, never a target.
+MATES_FAMILIES = mates_cfg.family_names(config)
 DSIR_FAMILIES = annotate_cfg.families_of_kind(config, "dsir")
 FAMILY_SHAPE = per_job(lambda w: annotate_cfg.resources(config, w["family"]))
 ANNOTATE_CONTAINER = lambda w: CONTAINERS[annotate_cfg.container_key(config, w.family)]
@@ -47,7 +50,7 @@ ANNOTATION_TARGETS = expand(
 
 
 wildcard_constraints:
-    family=names_pattern(ANNOTATE_FAMILIES),
+    family=names_pattern(ANNOTATE_FAMILIES + MATES_FAMILIES),
 
 
 # One command for a job of one shard and for a job of annotate.shards_per_job shards: every

@@ -164,6 +164,7 @@ rule archive:
         expand(layout.table(RUN), name=REPORT.winrate_tables(), ext=["csv", "md"]),
         expand(layout.figure(RUN), name=REPORT.winrate_figures()),
         INSTRUCT_ARCHIVE,
+        expand(layout.table(RUN), name=report_cfg.COST_TABLES, ext=["csv", "md"]),
         measured=MEASURED_TABLES,
     output:
         layout.archive(RUN),

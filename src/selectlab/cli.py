@@ -15,9 +15,11 @@ from selectlab.commands import (
     analysis,
     annotate,
     corpus,
+    cost,
     evaluate,
     instruct,
     judge,
+    mates,
     pretrain,
     raters,
     report,
@@ -25,8 +27,8 @@ from selectlab.commands import (
     tokens,
 )
 
-STAGES = [corpus, tokens, judge, raters, annotate, analysis, select, pretrain, evaluate, instruct,
-          report]
+STAGES = [corpus, tokens, judge, raters, annotate, analysis, select, mates, pretrain, evaluate,
+          instruct, report, cost]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -23,6 +23,7 @@ CAPTIONS = "report"  # the report's caption files, report/{stem}.rst in the repo
 SHARD, SPLIT, VARIANT, FAMILY, RATER = "{shard}", "{split}", "{variant}", "{family}", "{rater}"
 PROTOCOL, SEARCH, PROXIES, NAME, EXT, ENV = ("{protocol}", "{search}", "{proxies}", "{name}",
                                              "{ext}", "{env}")
+STAGE, PART = "{stage}", "{part}"
 COMPARISON = "{comparison}"
 
 # Inside a rater directory (raters/{rater}/): what selectlab.raters.io writes and reads.
@@ -377,6 +378,51 @@ def answer_judge_summary(root: str, comparison: str = COMPARISON) -> str:
 def answer_judge_cache(root: str, comparison: str = COMPARISON) -> str:
     """Not a declared output: it survives a failed or rerun judge_answers job."""
     return _under(root, "instruct", "judgments", comparison, "cache.sqlite")
+
+
+# ---- MATES: a `mates` variant's stages (its stage variants are ordinary variants) ----------
+def mates_stage_dir(root: str, variant: str = VARIANT, stage: int | str = STAGE) -> str:
+    return _under(root, "mates", variant, f"stage{stage}")
+
+
+@path
+def mates_probes(root: str, variant: str = VARIANT, stage: int | str = STAGE,
+                 part: int | str = PART) -> str:
+    """Oracle influence of one probe job's units, measured on the previous stage's model."""
+    return _under(mates_stage_dir(root, variant, stage), "probes", f"part{part}.parquet")
+
+
+@path
+def mates_probe_metrics(root: str, variant: str = VARIANT, stage: int | str = STAGE,
+                        part: int | str = PART) -> str:
+    return _under(mates_stage_dir(root, variant, stage), "probes", f"part{part}.json")
+
+
+@path
+def influence_model_dir(root: str, variant: str = VARIANT, stage: int | str = STAGE) -> str:
+    """The stage's data-influence model: a rater directory (selectlab.raters.load_rater)."""
+    return _under(mates_stage_dir(root, variant, stage), "influence_model")
+
+
+@path
+def influence_model(root: str, variant: str = VARIANT, stage: int | str = STAGE) -> str:
+    return _under(influence_model_dir(root, variant, stage), RATER_MODEL)
+
+
+@path
+def influence_model_card(root: str, variant: str = VARIANT, stage: int | str = STAGE) -> str:
+    return _under(influence_model_dir(root, variant, stage), RATER_CARD)
+
+
+@path
+def mates_fit_metrics(root: str, variant: str = VARIANT, stage: int | str = STAGE) -> str:
+    return _under(mates_stage_dir(root, variant, stage), "metrics.json")
+
+
+# ---- cost: the estimate before running (the measured tables are `table`s) -----------------
+@path
+def cost_plan(root: str, name: str = NAME, ext: str = EXT) -> str:
+    return _under(root, "cost", f"plan_{name}.{ext}")
 
 
 # ---- tables, figures, report, provenance, archive --------------------------------------------

@@ -241,3 +241,22 @@ def test_too_few_documents_for_heldout_raises(tmp_path):
 def test_bad_params_raise(tmp_path, change, message):
     with pytest.raises(ValueError, match=message):
         build(tmp_path, small_params(**change))
+
+
+def test_a_reference_split_is_cut_after_validation_and_test_and_leaves_them_unchanged(
+        corpus, tmp_path):
+    """MATES's reference set (mates.reference heldout:reference): held out like the reported
+    splits, disjoint from them and from training, and asking for it changes neither."""
+    out_dir, _ = corpus
+    params = small_params(heldout_docs_per_source={"validation": 4, "test": 6, "reference": 3})
+    stats = build(tmp_path, params)
+    reference, _ = read_all([tmp_path / "heldout" / "reference.jsonl.zst"])
+    assert len(reference) == 3 * len(SET_NAMES) == stats["totals"]["heldout_reference"]
+    for split in ("validation", "test"):
+        before, _ = read_all([out_dir / "heldout" / f"{split}.jsonl.zst"])
+        after, _ = read_all([tmp_path / "heldout" / f"{split}.jsonl.zst"])
+        assert [d.text for d in before] == [d.text for d in after]
+    training = [d for path in sorted((tmp_path / "raw").glob("*.jsonl.zst"))
+                for d in read_all([path])[0]]
+    assert not {d.id for d in reference} & {d.id for d in training}
+    assert all(s["heldout"]["reference"] == 3 for s in stats["sources"].values())

@@ -19,7 +19,8 @@ PLANNING_MODULES = ["selectlab.layout", "selectlab.resources", "selectlab.schema
                     "selectlab.train.resolve", "selectlab.train.memory",
                     "selectlab.train.partitions", "selectlab.train.launch",
                     "selectlab.evaluate.resolve", "selectlab.evaluate.sizing",
-                    "selectlab.instruct.resolve", "selectlab.report.plan"]
+                    "selectlab.instruct.resolve", "selectlab.report.plan",
+                    "selectlab.mates.schedule", "selectlab.mates.plan", "selectlab.cost.roles"]
 
 
 def modules() -> dict[str, Path]:

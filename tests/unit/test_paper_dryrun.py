@@ -19,14 +19,16 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
+from selectlab.annotate import resolve as annotate_cfg
 from selectlab.config import load_config
 from selectlab.selection import resolve as cfg
 
 REPO = Path(__file__).resolve().parents[2]
 TRAIN_FILES, GROUP_SIZE = 6, 2  # three shards
 # Rules whose jobs run models; annotation and rater training only for model-backed entries.
-GPU_RULES = {"judge", "pretrain", "eval_perplexity", "eval_icl", "sft", "generate"}
-MODEL_KINDS = {"refppl", "embedding", "rater", "rater_generative"}
+GPU_RULES = {"judge", "pretrain", "eval_perplexity", "eval_icl", "sft", "generate",
+             "mates_probe", "mates_fit"}
+MODEL_KINDS = {"refppl", "embedding", "rater", "rater_generative", "mates_influence"}
 
 
 def fake_slimpajama(root: Path) -> None:
@@ -51,6 +53,10 @@ def paper_config(tmp: Path) -> dict:
         part.parent.mkdir(parents=True)
         part.touch()
         config["annotate"]["families"]["dsir"]["targets"][target] = str(part.parent / "*.jsonl")
+    # MATES's reference set (LAMBADA at full scale) is an input of its probe jobs.
+    lambada = tmp / "lambada.jsonl"
+    lambada.touch()
+    config["mates"]["reference"] = str(lambada)
     return config
 
 
@@ -115,17 +121,20 @@ def asks_for_gpus(job) -> bool:
 
 def test_every_paper_row_is_pretrained_and_evaluated_once(plan):
     variants = list(plan.config["variants"])
-    assert len(variants) == 76
+    assert len(variants) == 77
+    staged = [f"mates__stage{k}" for k in range(1, 6)]  # MATES runs in 5 stages
     for rule in ("select", "pack", "pretrain", "eval_perplexity", "eval_icl"):
         counts = per_variant(plan, rule)
-        assert all(counts[name] == 1 for name in variants), rule
+        trained = staged if rule in ("select", "pack", "pretrain") else ["mates"]
+        rows = [name for name in variants if name != "mates"] + trained
+        assert all(counts[name] == 1 for name in rows), rule
     # Only the paper rows are evaluated in context; proxies are scored by perplexity alone.
     assert set(per_variant(plan, "eval_icl")) == set(variants)
 
 
 def test_metarater_proxies_are_planned_per_search(plan):
     searches = cfg.metarater_searches(plan.config)
-    trained = set(per_variant(plan, "pretrain")) - set(plan.config["variants"])
+    trained = {name for name in per_variant(plan, "pretrain") if cfg.parse_proxy_name(name)}
     for search in searches:
         planned = {name for name in trained if cfg.parse_proxy_name(name)[0] == search}
         # Each search's largest fit uses all its proxies (all25: N = 32 ... 512).
@@ -137,7 +146,6 @@ def test_metarater_proxies_are_planned_per_search(plan):
 
 
 def test_gpu_work_asks_for_gpus_and_cpu_work_does_not(plan):
-    families = plan.config["annotate"]["families"]
     # FineWeb-Edu, WanjuanCC: wrapped public; DataMan's three versions (appendix B.2) each train
     trained_raters = {"qurater", "dataman", "dataman_score", "dataman_domain", "prrc"}
     seen = Counter()
@@ -145,7 +153,8 @@ def test_gpu_work_asks_for_gpus_and_cpu_work_does_not(plan):
         if job.rule in GPU_RULES:
             gpu = True
         elif job.rule == "annotate":
-            gpu = families[job.wildcards["family"]]["kind"] in MODEL_KINDS
+            family = annotate_cfg.family_config(plan.config, job.wildcards["family"])
+            gpu = family["kind"] in MODEL_KINDS
         elif job.rule == "train_rater":
             gpu = job.wildcards["rater"] in trained_raters
         else:
@@ -153,7 +162,9 @@ def test_gpu_work_asks_for_gpus_and_cpu_work_does_not(plan):
         assert asks_for_gpus(job) == gpu, (job.rule, job.wildcards, job.resources)
         seen[job.rule, gpu] += 1
     assert seen["judge", True] == 3 and seen["train_rater", True] == 5
-    assert seen["annotate", True] == 7 * 3 and seen["annotate", False] == 2 * 3
+    # Seven model families and MATES's four influence families (stages 2-5) per shard.
+    assert seen["annotate", True] == (7 + 4) * 3 and seen["annotate", False] == 2 * 3
+    assert seen["mates_probe", True] == 4 * 8 and seen["mates_fit", True] == 4
     for rule in ("tokenize_shard", "select", "pack", "tables", "figures", "prepare_heldout"):
         assert seen[rule, False] > 0, rule
 
@@ -191,7 +202,8 @@ def test_paper_figures_names_every_paper_table_and_figure(plan):
             "rater_dataman_throughput.md", "rater_prrc.md", "rater_classifiers.md",
             "annotation_throughput.md",
             "analysis_dataman_corpus.md", "analysis_dataman_domain_means.md",
-            "analysis_dataman_vs_nll_spearman.md"} <= names
+            "analysis_dataman_vs_nll_spearman.md", "cost.md", "cost_variants.md",
+            "cost_metarater_table2.md"} <= names
     assert "winrate.md" in names and "winrate.png" in names
     assert {"ppl_vs_icl.png", "loss_curves.png", "selection_overlap.png", "metarater_fit.png",
             "metarater_weights.png", "metarater_proxies.png", "metarater_pca.png",

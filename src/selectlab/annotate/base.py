@@ -54,6 +54,11 @@ class Annotator(ABC):
         """Peak accelerator memory of this process, where the family used one."""
         return None
 
+    def model_shape(self):
+        """The family model's `selectlab.flops.ModelShape` (its FLOPs are inference over
+        `input_tokens` plus generated tokens); None for families without a model."""
+        return None
+
 
 def no_fitted_inputs(run_dir: str, name: str, params: dict) -> list[str]:
     return []

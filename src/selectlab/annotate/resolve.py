@@ -25,10 +25,16 @@ def family_names(config: dict) -> list[str]:
 
 
 def family_config(config: dict, name: str) -> dict:
+    """A configured family, or a MATES influence family generated from a `mates` variant."""
+    from selectlab.mates.plan import family_entry
+
     families = config["annotate"]["families"]
-    if name not in families:
+    if name in families:
+        return families[name]
+    generated = family_entry(config, name)
+    if generated is None:
         raise ValueError(f"no annotation family {name!r}; configured: {sorted(families)}")
-    return families[name]
+    return generated
 
 
 def resolve_family(config: dict, name: str) -> dict:

@@ -25,27 +25,42 @@ def tasks(args) -> dict:
 
 
 def perplexity(args) -> dict:
+    import time
+
+    from transformers import AutoConfig
+
     from selectlab.train.preemption import PREEMPTED_EXIT_CODE, Preempted, StopRequest
 
     stop = StopRequest().install()  # the cluster's warning before the time limit
     from selectlab.evaluate.perplexity import per_source_perplexity
+    from selectlab.flops import config_shape, cost_record, inference_flops
     from selectlab.shards import write_json
 
     heldout = {Path(path).name.split(".")[0]: Path(path) for path in args.heldout}
     p = args.params
     progress = Path(args.progress) if args.progress else None
+    device, started = default_device(), time.perf_counter()
     try:
         result = per_source_perplexity(
             args.model, heldout, seq_len=p["seq_len"], batch_size=p["batch_size"],
-            max_tokens_per_source=p.get("max_tokens_per_source"), device=default_device(),
+            max_tokens_per_source=p.get("max_tokens_per_source"), device=device,
             dtype=p.get("dtype", "float32"), progress_path=progress, stop=stop)
     except Preempted as stopped:
         logging.getLogger(__name__).warning("%s", stopped)
         raise SystemExit(PREEMPTED_EXIT_CODE) from None
+    splits = list(result)
+    # Every scored token was read once in a window of seq_len (selectlab.flops). The time is
+    # this attempt's: a job resumed after pre-emption leaves out its earlier attempts'.
+    tokens = sum(result[split]["all"]["tokens"] for split in splits)
+    shape = config_shape(AutoConfig.from_pretrained(args.model), p["seq_len"])
+    result["cost"] = cost_record("inference", inference_flops(shape, tokens),
+                                 seconds=time.perf_counter() - started,
+                                 gpus=int(device.startswith("cuda")), device=device,
+                                 shape=shape, tokens=tokens)
     write_json(args.out, result)
     if progress is not None:
         progress.unlink(missing_ok=True)
-    return {split: result[split]["all"] for split in result}
+    return {split: result[split]["all"] for split in splits}
 
 
 def fetch_data(args) -> dict:

@@ -199,9 +199,35 @@ def train_head_rater(rater: str, labels_path: str | Path, params: dict, out_dir:
         card["throughput"] = scoring_throughput(head_rater, prepared, device)
     timing["total"] = time.perf_counter() - started
     card["timing_s"] = {k: round(v, 2) for k, v in timing.items()}
+    card["cost"] = training_cost(backbone, prepared, trainable, history.as_dict()["epochs_run"],
+                                 timing["total"], gpus, device)
     save_head_rater(out_dir, head_rater, save_backbone=card["backbone"]["saved"])
     log.info("%s: %s", rater, card["metrics"])
     return metrics_record(card)
+
+
+def training_cost(backbone, prepared: Prepared, trained: bool, epochs: int, seconds: float,
+                  gpus: int, device: str) -> dict:
+    """FLOPs of the job (selectlab.flops): fine-tuning trains the backbone on the training texts
+    every epoch and then reads every text once more for the features; a frozen backbone only
+    reads every text once (the heads' own products are negligible)."""
+    from selectlab.flops import (
+        chunked_tokens,
+        cost_record,
+        inference_flops,
+        module_shape,
+        training_flops,
+    )
+
+    shape = module_shape(backbone.model, backbone.window)
+    per_text = np.asarray(chunked_tokens(backbone, prepared.texts), dtype=np.int64)
+    read = int(per_text.sum())
+    trained_tokens = int(per_text[np.unique(prepared.objective.texts_of(prepared.train))].sum())
+    flops = inference_flops(shape, read) + (
+        training_flops(shape, trained_tokens * epochs) if trained else 0.0)
+    return cost_record("train" if trained else "inference", flops, seconds=seconds, gpus=gpus,
+                       device=device, shape=shape,
+                       tokens=read + (trained_tokens * epochs if trained else 0))
 
 
 def scoring_throughput(head_rater: HeadRater, prepared: Prepared, device: str) -> dict:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from selectlab.flops import cost_record, module_shape, training_flops
 from selectlab.judge import dataman
 from selectlab.judge.backends import CompletionRequest
 from selectlab.judge.parse import OK, Parsed, failure, parse_rating_block
@@ -255,7 +257,14 @@ def train_generative(labels_path: str | Path, params: dict, out_dir: str | Path,
                                                  dtype=torch.float32).to(device)
     examples = [encode_example(tokenizer, data.texts[i], render_target(labels.iloc[i], version),
                                version, params["max_length"]) for i in train]
+    started = time.perf_counter()
     history = fine_tune(model, tokenizer, examples, params, device)
+    # Fine-tuning FLOPs (selectlab.flops: 6ND + attention); held-out generation is left out.
+    shape = module_shape(model, params["max_length"])
+    tokens = sum(len(e.input_ids) for e in examples) * params["epochs"]
+    cost = cost_record("train", training_flops(shape, tokens),
+                       seconds=time.perf_counter() - started, gpus=gpus, device=device,
+                       shape=shape, tokens=tokens)
     model_dir = Path(out_dir) / MODEL_DIR
     model.save_pretrained(model_dir)
     tokenizer.save_pretrained(model_dir)
@@ -268,7 +277,7 @@ def train_generative(labels_path: str | Path, params: dict, out_dir: str | Path,
             "training": dropped | {"documents": len(data), "train_examples": len(train),
                                    "heldout_documents": int(len(heldout)),
                                    "epoch_losses": history},
-            "metrics": {}, "config_hash": config_hash, "params": params,
+            "metrics": {}, "config_hash": config_hash, "params": params, "cost": cost,
             "judge": {"simulated": bool(judge_notes), "notes": list(judge_notes or [])}}
     write_card(out_dir, card)
     # vLLM lives in its own container; greedy decoding with transformers gives the same answers.

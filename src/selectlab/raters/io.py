@@ -206,4 +206,5 @@ def metrics_record(card: dict) -> dict:
                          if k not in ("history", "settings")},
             "backbone": card.get("backbone", {}).get("label"),
             "window": card.get("backbone", {}).get("window"),
-            "judge": card.get("judge", {}), "config_hash": card["config_hash"]}
+            "judge": card.get("judge", {}), "config_hash": card["config_hash"],
+            "cost": card.get("cost")}

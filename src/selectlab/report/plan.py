@@ -26,6 +26,8 @@ TABLES = ("main", "perplexity_by_source", "icl_by_task", "selection_overlap")
 FIGURES = ("ppl_vs_icl", "loss_curves", "selection_overlap")
 METARATER_FIGURES = ("metarater_fit", "metarater_weights", "metarater_proxies", "metarater_pca")
 ANNOTATION_THROUGHPUT = "annotation_throughput"  # written by rules/annotate.smk
+# Written by rules/cost.smk (selectlab.cost.tables): per stage, per variant, Meta-rater Table 2.
+COST_TABLES = ("cost", "cost_variants", "cost_metarater_table2")
 # The win-rate table and figure (rules/instruct.smk), where the config has comparisons.
 WINRATE_TABLES = ("winrate",)
 WINRATE_FIGURES = ("winrate",)
@@ -77,7 +79,7 @@ class ReportPlan:
     def paper_tables(self) -> list[str]:
         """Every table of the three papers this configuration regenerates."""
         return (list(TABLES) + self.winrate_tables() + self.rater_tables
-                + [ANNOTATION_THROUGHPUT] + self.analysis.tables())
+                + [ANNOTATION_THROUGHPUT] + self.analysis.tables() + list(COST_TABLES))
 
     def paper_figures(self) -> list[str]:
         return self.report_figures()

@@ -2,17 +2,21 @@
 
 Plain dict functions of the validated config (no pandas or numpy at import time: the workflow
 imports this module while it builds the job graph). A variant is a configured entry of
-`variants:` (grids already expanded, see `selection.grids`) or a Meta-rater proxy generated
-from `metarater.searches`. The workflow passes each job only its own resolved section (as JSON
-`params`), so Snakemake reruns exactly the jobs whose settings changed. A selection job's size
-follows the pool it reads (selection.sizing).
+`variants:` (grids already expanded, see `selection.grids`), a Meta-rater proxy generated
+from `metarater.searches`, or a stage of a MATES variant generated from the `mates` section
+(the stages' probe, fit and annotation jobs are planned by `selectlab.mates.plan`). The
+workflow passes each job only its own resolved section (as JSON `params`), so Snakemake reruns
+exactly the jobs whose settings changed. A selection job's size follows the pool it reads
+(selection.sizing).
 """
 
 from __future__ import annotations
 
 import functools
+import re
 
 from selectlab import layout
+from selectlab.corpus.resolve import reference_split_configured
 from selectlab.resources import rule_shape
 from selectlab.selection.sizing import select_size
 
@@ -20,6 +24,16 @@ from selectlab.selection.sizing import select_size
 # `{search}__proxy{index:03d}`; config variant names may not take that form (the schema says so).
 PROXY_MARK = "__proxy"
 PROXY_FAMILY = "metarater_proxy"
+# A MATES variant V (method `mates`) pre-trains in stages, each a generated variant
+# `V__stage{k}`; stage k > 1 selects by the influence family `V__influence{k}`. Config variant
+# names may not end in `__stage{k}` either (the schema says so).
+MATES_METHOD = "mates"
+STAGE_MARK = "__stage"
+INFLUENCE_MARK = "__influence"
+INFLUENCE_COLUMN = "influence"
+HELDOUT_REFERENCE = "heldout:reference"
+# A MATES variant's params may override these keys of the `mates` section.
+MATES_OVERRIDES = ("stages", "probes", "probe_jobs", "temperature")
 
 
 def variant_names(config: dict) -> list[str]:
@@ -28,8 +42,10 @@ def variant_names(config: dict) -> list[str]:
 
 
 def variant_name_pattern(config: dict) -> str:
-    """A regular expression matching every variant and proxy name (the `variant` wildcard)."""
-    return "|".join(variant_names(config) + proxy_name_patterns(config))
+    """A regular expression matching every variant, proxy and MATES stage name (the `variant`
+    wildcard)."""
+    return "|".join(variant_names(config) + proxy_name_patterns(config)
+                    + stage_name_patterns(config))
 
 
 def metarater_searches(config: dict) -> dict:
@@ -113,13 +129,18 @@ def shared_proxy(config: dict, search: str, index: int, entry: dict) -> str:
 
 
 def variant_entry(config: dict, name: str) -> dict:
-    """A configured variant, or a Meta-rater proxy generated from its search."""
+    """A configured variant, a Meta-rater proxy generated from its search, or a stage of a MATES
+    variant."""
     if name in config["variants"]:
         return config["variants"][name]
     parsed = parse_proxy_name(name)
     if parsed and parsed[0] in metarater_searches(config):
         return proxy_entry(config, *parsed)
-    raise KeyError(f"no variant {name!r} in the config (and no Meta-rater proxy of that name)")
+    stage = parse_stage_name(config, name)
+    if stage:
+        return stage_entry(config, *stage)
+    raise KeyError(f"no variant {name!r} in the config (nor a Meta-rater proxy or MATES stage "
+                   "of that name)")
 
 
 def variant_seed(config: dict, name: str) -> int:
@@ -289,3 +310,95 @@ def metarater_fits(config: dict) -> list[tuple[str, int]]:
 
 def metarater_fit_files(config: dict, root: str) -> list[str]:
     return [layout.metarater_weights(root, search, n) for search, n in metarater_fits(config)]
+
+
+# ---- MATES (Yu et al., 2024): a variant pre-trained in stages ------------------------------
+# Meta-rater's MATES baseline (Section 4.1) keeps the top-k by the influence a ModernBERT model
+# predicts; MATES itself re-selects every 10k steps, the first stage on a uniform selection.
+def mates_variants(config: dict) -> list[str]:
+    return [name for name, v in config["variants"].items() if v["method"] == MATES_METHOD]
+
+
+def mates_settings(config: dict, variant: str) -> dict:
+    """The `mates` section with the variant's own overrides (stages, probes, ...); the
+    influence model's settings and the job sizes are left out (selectlab.mates.plan)."""
+    section = config.get("mates")
+    if not section:
+        raise ValueError(f"variant {variant!r} uses method mates but the config has no "
+                         "`mates` section")
+    entry = config["variants"][variant]
+    overrides = {k: v for k, v in (entry.get("params") or {}).items() if k in MATES_OVERRIDES}
+    merged = {k: v for k, v in section.items() if k not in ("influence_model", "resources")}
+    merged |= overrides
+    if merged["stages"] < 2:
+        raise ValueError(f"variant {variant!r}: MATES needs at least 2 stages")
+    if merged["reference"].startswith("heldout:") and merged["reference"] != HELDOUT_REFERENCE:
+        raise ValueError(f"mates.reference {merged['reference']!r}: the only held-out split it "
+                         f"may name is {HELDOUT_REFERENCE!r} (validation and test are reported)")
+    if merged["reference"] == HELDOUT_REFERENCE and not reference_split_configured(config):
+        raise ValueError("mates.reference is heldout:reference, but the corpus writes no "
+                         "reference split: set corpus.embedded.heldout_docs_per_source.reference"
+                         " (embedded corpus) or give a JSONL file")
+    return merged
+
+
+def mates_stage_name(variant: str, stage: int) -> str:
+    return f"{variant}{STAGE_MARK}{stage}"
+
+
+def influence_family(variant: str, stage: int) -> str:
+    """The sidecar family holding the influence predicted for `stage` (>= 2)."""
+    return f"{variant}{INFLUENCE_MARK}{stage}"
+
+
+def parse_stage_name(config: dict, name: str) -> tuple[str, int] | None:
+    """(variant, stage) of a generated stage variant's name, or None."""
+    variant, mark, stage = name.rpartition(STAGE_MARK)
+    if not mark or not stage.isdigit() or variant not in mates_variants(config):
+        return None
+    stage = int(stage)
+    return (variant, stage) if 1 <= stage <= mates_settings(config, variant)["stages"] else None
+
+
+def mates_stage_names(config: dict, variant: str) -> list[str]:
+    stages = mates_settings(config, variant)["stages"]
+    return [mates_stage_name(variant, k) for k in range(1, stages + 1)]
+
+
+def stage_name_patterns(config: dict) -> list[str]:
+    """Regular expressions of every stage variant name (wildcard constraints)."""
+    return [re.escape(variant) + STAGE_MARK + "[0-9]+" for variant in mates_variants(config)]
+
+
+def influence_stages(config: dict, variant: str) -> list[int]:
+    """The stages chosen by predicted influence (every stage after the uniform first)."""
+    return list(range(2, mates_settings(config, variant)["stages"] + 1))
+
+
+def stage_budgets(total: int, stages: int) -> list[int]:
+    """Equal shares of the token budget (MATES: equal 10k-step stages); the last takes the
+    rounding remainder."""
+    share = total // stages
+    return [share] * (stages - 1) + [total - share * (stages - 1)]
+
+
+def stage_entry(config: dict, variant: str, stage: int) -> dict:
+    """Stage `stage` of a MATES variant as a variant entry, selected, packed and trained by the
+    ordinary rules: stage 1 uniform and from scratch, stage k > 1 by predicted influence
+    (Gumbel top-k at `temperature`, 0 = top-k) continuing from stage k-1's model. Its learning
+    rate follows the run's schedule across stages (selectlab.train.resolve)."""
+    spec = mates_settings(config, variant)
+    entry = config["variants"][variant]
+    budget = stage_budgets(resolve_selection(config, variant)["budget_tokens"],
+                           spec["stages"])[stage - 1]
+    pretrain = dict(entry.get("pretrain") or {})
+    if stage == 1:
+        method, params = "uniform", {}
+    else:
+        method = "rating_sample"
+        params = {"score": f"{influence_family(variant, stage)}.{INFLUENCE_COLUMN}",
+                  "tau": float(spec["temperature"])}
+        pretrain["init_from"] = mates_stage_name(variant, stage - 1)
+    return {"family": entry["family"], "label": f"{entry.get('label', variant)} stage {stage}",
+            "method": method, "params": params, "seed": variant_seed(config, variant) + stage - 1,
+            "budget_tokens": budget, "pretrain": pretrain}

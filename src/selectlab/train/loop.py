@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from selectlab.flops import cost_record, module_shape, training_flops
 from selectlab.shards import write_json
 from selectlab.train import checkpoints
 from selectlab.train.distributed import (
@@ -176,6 +177,12 @@ class Run:
         self.fsdp_mixed_precision = uses_fsdp(dist, launch.fsdp) and s.dtype == "bf16"
         self.owner = dist.broadcast_object(
             checkpoints.claim_directory(checkpoint_dir) if dist.is_main else None)
+        # Wall-clock of training, resumed attempts included (for the card's cost); kept in the
+        # checkpoints' run.json, not in train_log.csv, which must be the same bytes on a rerun.
+        self.started, self.seconds_before = time.monotonic(), 0.0
+
+    def seconds(self) -> float:
+        return self.seconds_before + time.monotonic() - self.started
 
     def check_owner(self) -> None:
         mine = self.dist.broadcast_object(
@@ -197,6 +204,7 @@ class Run:
         state = {"model": model_state, "optimizer": optim_state}
         checkpoints.read_shards(path, state, self.dist)
         load_sharded_state(self.model, self.optimizer, state["model"], state["optimizer"])
+        self.seconds_before = float(meta.get("seconds", 0.0))
         return int(meta["step"]), list(meta["log"])
 
     def save(self, step: int, log_rows: list[dict], kind: str) -> Path:
@@ -204,7 +212,8 @@ class Run:
         model_state, optim_state = sharded_state(self.model, self.optimizer)
         return checkpoints.save_checkpoint(
             self.checkpoint_dir, step, {"model": model_state, "optimizer": optim_state},
-            {"settings_hash": self.hash, "log": log_rows, "world_size": self.dist.world_size},
+            {"settings_hash": self.hash, "log": log_rows, "world_size": self.dist.world_size,
+             "seconds": round(self.seconds(), 3)},
             kind, keep=self.s.average_last, dist=self.dist)
 
     def train_step(self, data: np.ndarray, step: int, lr: float) -> float:
@@ -297,7 +306,9 @@ def pretrain(data_path: str | Path, tokenizer_dir: str | Path, preset: ModelPres
     run.check_owner()
     if dist.is_main:
         card = write_final_model(out_dir, unwrap(model).config, state, steps, tokenizer, s,
-                                 log_rows, total_steps)
+                                 log_rows, total_steps, seconds=run.seconds(),
+                                 device=str(dist.device),
+                                 gpus=dist.world_size if dist.device.type == "cuda" else 0)
         write_log(log_path, log_rows)
     dist.shutdown()
     return card
@@ -308,8 +319,10 @@ def unwrap(model: torch.nn.Module) -> torch.nn.Module:
 
 
 def write_final_model(out_dir, config, state: dict, steps: list[int], tokenizer,
-                      s: TrainSettings, log_rows: list[dict], total_steps: int) -> dict:
-    """Save the averaged weights with the tokenizer, renamed into place when complete.
+                      s: TrainSettings, log_rows: list[dict], total_steps: int, *,
+                      seconds: float, device: str = "cpu", gpus: int = 0) -> dict:
+    """Save the averaged weights with the tokenizer, renamed into place when complete; the card
+    records the run's cost (`seconds` of training, resumed attempts included).
 
     The weights are loaded into a fresh single-device model, so this works the same after DDP,
     FSDP or single-process training.
@@ -331,6 +344,7 @@ def write_final_model(out_dir, config, state: dict, steps: list[int], tokenizer,
             "final_loss": log_rows[-1]["loss"],
             "averaged_checkpoint_steps": steps,
             "settings": asdict(s),
+            "cost": training_cost(model, s, log_rows[-1]["tokens"], seconds, device, gpus),
         }
         write_json(tmp / "training_card.json", card)
         shutil.rmtree(out_dir, ignore_errors=True)
@@ -338,6 +352,15 @@ def write_final_model(out_dir, config, state: dict, steps: list[int], tokenizer,
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return card
+
+
+def training_cost(model, s: TrainSettings, tokens: int, seconds: float, device: str,
+                  gpus: int) -> dict:
+    """FLOPs (selectlab.flops: 6ND + attention) and time of every step of the run, resumed ones
+    included."""
+    shape = module_shape(model, s.seq_len)
+    return cost_record("train", training_flops(shape, tokens), seconds=seconds, gpus=gpus,
+                       device=device, shape=shape, tokens=tokens)
 
 
 def write_log(path: str | Path, rows: list[dict]) -> None:

@@ -17,8 +17,14 @@ from __future__ import annotations
 
 from selectlab import layout
 from selectlab.config import deep_merge
+from selectlab.mates.schedule import stage_schedule
 from selectlab.resources import job_shape, schema_default
-from selectlab.selection.resolve import variant_entry, variant_seed
+from selectlab.selection.resolve import (
+    mates_settings,
+    parse_stage_name,
+    variant_entry,
+    variant_seed,
+)
 from selectlab.train.memory import Estimate, Launch, Shape, estimate
 from selectlab.train.model import ModelPreset
 from selectlab.train.partitions import check_fits
@@ -71,6 +77,12 @@ def resolve_pretrain(config: dict, name: str) -> dict:
     for key in ("preset", "init_from", *LAUNCH_SETTINGS):
         settings.pop(key, None)
     settings.setdefault("seed", variant_seed(config, name))
+    stage = parse_stage_name(config, name)
+    if stage:
+        # A MATES stage trains on its share of the run's schedule (selectlab.mates.schedule).
+        variant, k = stage
+        run = resolve_pretrain(config, variant)["settings"]
+        settings |= stage_schedule(run, k, mates_settings(config, variant)["stages"])
     # A preset's job resources and launch settings decide how the job runs, not the model:
     # resizing a job must not change the job's params and so retrain a finished model.
     model = {k: v for k, v in preset(config, name).items() if k not in LAUNCH_PRESET_KEYS}
