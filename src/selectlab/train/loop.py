@@ -100,7 +100,7 @@ def learning_rate(step: int, total_steps: int, s: TrainSettings) -> float:
     return floor + (s.lr - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
-def autocast_context(device: torch.device, dtype: str, fsdp_mixed_precision: bool):
+def autocast_context(device: torch.device, dtype: str, fsdp_mixed_precision: bool = False):
     # FSDP runs in bf16 through its mixed-precision policy (distributed.wrap_model) instead.
     if dtype == "bf16" and not fsdp_mixed_precision and (
             device.type == "cpu" or torch.cuda.is_bf16_supported()):
