@@ -15,10 +15,19 @@ def run(args) -> dict:
         import torch
 
         torch.set_num_threads(args.threads)
+    from selectlab.errors import StageError
+    from selectlab.judge.backends import BackendDead
+
     annotator = build_annotator(args.params, args.fitted, gpus=args.gpus)
-    stats = annotate_shard(args.inputs, args.meta, annotator, args.out, family=args.family,
-                           shard=args.shard, batch_size=args.batch_size,
-                           max_chars=args.max_doc_chars)
+    try:
+        stats = annotate_shard(args.inputs, args.meta, annotator, args.out, family=args.family,
+                               shard=args.shard, batch_size=args.batch_size,
+                               max_chars=args.max_doc_chars,
+                               max_failure_rate=args.params.get("max_failure_rate", 0.05),
+                               id_root=args.id_root)
+    except BackendDead as error:
+        raise StageError(f"annotate {args.family} {args.shard}: stopped: {error}; the sidecar "
+                         "was not written, rerun the job") from error
     write_json(args.stats, stats.to_dict())
     return {"family": args.family, "shard": args.shard, "documents": stats.documents,
             "skipped": stats.read_report["n_skipped"], "docs_per_s": round(stats.docs_per_s, 1)}
@@ -71,6 +80,8 @@ def register(stages) -> None:
     p.add_argument("--meta", required=True, help="the shard's meta sidecar")
     p.add_argument("--fitted", nargs="*", default=[], help="the family's fitted inputs")
     p.add_argument("--max-doc-chars", type=int, required=True)
+    p.add_argument("--id-root", default=None,
+                   help="the pool's root directory: ids of records without one are relative to it")
     p.add_argument("--batch-size", type=int, required=True, help="documents per row group")
     p.add_argument("--gpus", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)

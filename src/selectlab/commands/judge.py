@@ -18,7 +18,8 @@ def sample(args) -> dict:
     settings = p["settings"]
     meta = read_meta(args.meta)
     tokenizer = load_tokenizer(args.tokenizer)
-    common = {"seed": p["seed"], "tokenizer": tokenizer, "max_doc_chars": p["max_doc_chars"]}
+    common = {"seed": p["seed"], "tokenizer": tokenizer, "max_doc_chars": p["max_doc_chars"],
+              "id_root": args.id_root}
     if protocol == "qurating":
         table = pair_sample(meta, args.shard_files, documents=settings["documents"],
                             pairs=settings["pairs"], snippet_tokens=settings["snippet_tokens"],
@@ -35,20 +36,24 @@ def sample(args) -> dict:
 def run(args) -> dict:
     import pandas as pd
 
+    from selectlab.inputs import require_rows
     from selectlab.judge.factory import build_backend, protocol_settings, run_settings
+    from selectlab.judge.resolve import DEFAULT_MAX_FAILURE_RATE
     from selectlab.judge.run import run_protocol
     from selectlab.shards import atomic_path
 
     p = args.params
     protocol = p["protocol"]
     backend_cfg = p["backend"]
-    table = pd.read_parquet(args.sample)
+    table = require_rows(pd.read_parquet(args.sample), args.sample, f"judge_sample ({protocol})")
     backend = build_backend(backend_cfg, seed=p["seed"], gpus=args.gpus,
                             simulated=p.get("simulated"), sample=table,
                             ground_truth=args.ground_truth)
     result = run_protocol(protocol, table,
                           protocol_settings(protocol, p["settings"], backend_cfg, backend),
-                          backend, args.cache, run_settings(p["settings"], backend_cfg))
+                          backend, args.cache,
+                          run_settings(p["settings"], backend_cfg,
+                                       p.get("max_failure_rate", DEFAULT_MAX_FAILURE_RATE)))
     for frame, out in ((result.judgments, args.out_judgments), (result.labels, args.out_labels)):
         with atomic_path(out) as tmp:
             frame.to_parquet(tmp, index=False)
@@ -100,6 +105,8 @@ def register(stages) -> None:
     p.add_argument("--shard-files", type=_shard_files, required=True,
                    help="JSON object: shard -> its raw files")
     p.add_argument("--tokenizer", required=True)
+    p.add_argument("--id-root", default=None,
+                   help="the pool's root directory: ids of records without one are relative to it")
     p.add_argument("--params", type=json_arg, required=True)
     p.add_argument("--out", required=True)
     p = add_action(actions, "run", run, "judge a protocol's sample (cached, resumable)")

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 PROTOCOL_NAMES = ("qurating", "dataman", "prrc", "fineweb_edu", "wanjuan")
 LOCAL_MODEL_KINDS = ("transformers", "vllm")
+DEFAULT_MAX_FAILURE_RATE = 0.05
 SIMULATED_NOTE = "Ratings derived from the SIMULATED judge (offline default), not an LLM."
 
 
@@ -48,7 +49,8 @@ def resolve_run(config: dict, protocol: str) -> dict:
     sampling = {"documents", "pairs", "snippet_tokens", "max_text_tokens"}
     settings = {k: v for k, v in judge["protocols"][protocol].items() if k not in sampling}
     resolved = {"protocol": protocol, "seed": judge_seed(config), "backend": judge["backend"],
-                "settings": settings}
+                "settings": settings,
+                "max_failure_rate": judge.get("max_failure_rate", DEFAULT_MAX_FAILURE_RATE)}
     if is_simulated(config):
         resolved["simulated"] = judge["simulated"]
     return resolved
