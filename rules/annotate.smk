@@ -33,11 +33,13 @@ rule annotate:
         cfg=lambda w: json_param(annotate_cfg.resolve_family(config, w.family)),
         raw=raw_shard_files,
         max_doc_chars=config["corpus"]["reader"]["max_doc_chars"],
+        id_root=ID_ROOT,
         batch_size=config["annotate"]["batch_size"],
     shell:
         "selectlab annotate run --family {wildcards.family} --shard {wildcards.shard}"
         " --params {params.cfg:q} --inputs {params.raw} --meta {input.meta}"
         " --fitted {input.fitted} --max-doc-chars {params.max_doc_chars}"
+        " --id-root {params.id_root:q}"
         " --batch-size {params.batch_size} --gpus {resources.gpu} --threads {threads}"
         " --out {output.sidecar} --stats {output.stats} > {log} 2>&1"
 

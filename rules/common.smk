@@ -2,10 +2,12 @@
 import os
 
 from selectlab import config as cfg
+from selectlab.corpus import reading
 
 RUN = f"results/{config['run']}"
 LOGS = f"{RUN}/logs"
 SHARD_FILES = cfg.shard_files(config, RUN)
+ID_ROOT = reading.id_root(config, RUN)
 SHARDS = list(SHARD_FILES)
 VARIANTS = list(config["variants"])
 SPLITS = ["validation", "test"]

@@ -49,6 +49,7 @@ else:
                         "heldout_docs_per_source"
                     ],
                     "max_doc_chars": config["corpus"]["reader"]["max_doc_chars"],
+                    "on_damaged_file": reading.damaged_file_policy(config),
                     "seed": config["seed"],
                 }
             ),
@@ -114,16 +115,21 @@ rule tokenize_shard:
         runtime=60,
     params:
         max_doc_chars=config["corpus"]["reader"]["max_doc_chars"],
+        id_root=ID_ROOT,
+        on_damaged_file=reading.damaged_file_policy(config),
     shell:
         "selectlab tokens encode --inputs {input.raw} --tokenizer {input.tokenizer}"
         " --shard {wildcards.shard} --max-doc-chars {params.max_doc_chars}"
+        " --id-root {params.id_root:q} --on-damaged-file {params.on_damaged_file}"
         " --out-tokens {output.tokens} --out-meta {output.meta} --report {output.report}"
         " --quarantine {output.quarantine} > {log} 2>&1"
 
 
+# Also where the pool's document ids are checked to be unique across shards.
 rule read_report:
     input:
-        expand(f"{RUN}/corpus/reports/{{shard}}.json", shard=SHARDS),
+        reports=expand(f"{RUN}/corpus/reports/{{shard}}.json", shard=SHARDS),
+        meta=expand(f"{RUN}/attributes/meta/{{shard}}.parquet", shard=SHARDS),
     output:
         report(
             f"{RUN}/tables/read_report.csv",
@@ -135,4 +141,5 @@ rule read_report:
     container:
         CONTAINERS["cpu"]
     shell:
-        "selectlab corpus read-report --reports {input} --out {output} > {log} 2>&1"
+        "selectlab corpus read-report --reports {input.reports} --meta {input.meta}"
+        " --out {output} > {log} 2>&1"

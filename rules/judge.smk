@@ -28,9 +28,11 @@ rule judge_sample:
     params:
         cfg=lambda w: json_param(judge_cfg.resolve_sample(config, w.protocol)),
         shard_files=json_param({shard: SHARD_FILES[shard] for shard in JUDGE_SHARDS}),
+        id_root=ID_ROOT,
     shell:
         "selectlab judge sample --meta {input.meta} --shard-files {params.shard_files:q}"
-        " --tokenizer {input.tokenizer} --params {params.cfg:q} --out {output} > {log} 2>&1"
+        " --tokenizer {input.tokenizer} --id-root {params.id_root:q} --params {params.cfg:q}"
+        " --out {output} > {log} 2>&1"
 
 
 rule judge:

@@ -26,7 +26,8 @@ def test_reader_counts_every_kind_of_bad_line(tmp_path):
     path = write_jsonl_zst(tmp_path / "shard.jsonl.zst", good[:1] + bad + good[1:] + [b""])
     report = ReadReport(shard="shard")
     quarantine = io.StringIO()
-    docs = list(iter_documents([path], report, max_chars=100, quarantine=quarantine))
+    docs = list(iter_documents([path], report, max_chars=100, quarantine=quarantine,
+                               id_root=tmp_path))
 
     assert [d.id for d in docs] == ["a", "b"]
     assert report.lines == 11 and report.documents == 2
@@ -38,12 +39,17 @@ def test_reader_counts_every_kind_of_bad_line(tmp_path):
     assert quarantined[0]["where"] == "shard.jsonl.zst:2"
 
 
-def test_missing_ids_are_stable_line_numbers(tmp_path):
+def test_missing_ids_are_the_path_under_the_root_and_the_line(tmp_path):
     lines = [json.dumps({"text": "no id here", "meta": {"redpajama_set_name": "S"}}).encode()]
-    path = write_jsonl_zst(tmp_path / "example_train_3.jsonl.zst", lines * 2)
-    first, _ = read_all([path])
-    second, _ = read_all([path])
-    assert [d.id for d in first] == ["example_train_3:1", "example_train_3:2"]
+    # SlimPajama's layout: the same file name in every chunk directory.
+    paths = [write_jsonl_zst(tmp_path / f"chunk{c}" / "example_train_3.jsonl.zst", lines * 2)
+             for c in (1, 2)]
+    first, _ = read_all(paths, id_root=tmp_path)
+    second, _ = read_all(paths, id_root=tmp_path)
+    assert [d.id for d in first] == ["chunk1/example_train_3.jsonl.zst:1",
+                                     "chunk1/example_train_3.jsonl.zst:2",
+                                     "chunk2/example_train_3.jsonl.zst:1",
+                                     "chunk2/example_train_3.jsonl.zst:2"]
     assert first == second
 
 
