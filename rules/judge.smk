@@ -65,3 +65,24 @@ rule judge:
         " --params {params.cfg:q} --gpus {resources.gpu} --cache {params.cache}"
         " --out-judgments {output.judgments} --out-labels {output.labels}"
         " --out-summary {output.summary} > {log} 2>&1"
+
+
+# Failed judgments per protocol (counts only, no timings): shown in the report, archived.
+rule judge_failures:
+    input:
+        expand(
+            f"{RUN}/judgments/{{protocol}}/summary.csv",
+            protocol=judge_cfg.configured_protocols(config),
+        ),
+    output:
+        csv=f"{RUN}/tables/judge_failures.csv",
+        md=f"{RUN}/tables/judge_failures.md",
+    log:
+        f"{LOGS}/judge_failures.log",
+    container:
+        CONTAINERS["cpu"]
+    params:
+        notes=json_param(judge_notes()),
+    shell:
+        "selectlab judge failures --summaries {input} --notes {params.notes:q}"
+        " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"

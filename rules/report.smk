@@ -78,8 +78,9 @@ rule figures:
         " --metarater {params.metarater:q} --out-dir {params.out_dir} > {log} 2>&1"
 
 
-# The analysis outputs (rules/analysis.smk) follow the results in the report.
-REPORT_TABLES = TABLE_NAMES + ANALYSIS.tables()
+# The analysis outputs (rules/analysis.smk) follow the results in the report, then the
+# failure counts of the judge (rules/judge.smk).
+REPORT_TABLES = TABLE_NAMES + ANALYSIS.tables() + ["judge_failures"]
 REPORT_FIGURES = FIGURE_NAMES + ANALYSIS.figures()
 
 
@@ -126,7 +127,13 @@ rule environment:
 
 rule provenance:
     input:
-        expand(f"{RUN}/corpus/reports/{{shard}}.json", shard=SHARDS),
+        reports=expand(f"{RUN}/corpus/reports/{{shard}}.json", shard=SHARDS),
+        # The embedded corpus's inputs: packages, versions, checksums.
+        build=(
+            [f"{RUN}/corpus/build_stats.json"]
+            if config["corpus"]["mode"] == "embedded"
+            else []
+        ),
     output:
         f"{RUN}/provenance/provenance.json",
     log:
@@ -135,9 +142,10 @@ rule provenance:
         CONTAINERS["cpu"]
     params:
         cfg=json_param(config),
+        build=lambda w, input: f"--corpus-build {input.build}" if input.build else "",
     shell:
-        "selectlab report provenance --params {params.cfg:q} --reports {input}"
-        " --out {output} > {log} 2>&1"
+        "selectlab report provenance --params {params.cfg:q} --reports {input.reports}"
+        " {params.build} --out {output} > {log} 2>&1"
 
 
 rule archive:
@@ -147,6 +155,7 @@ rule archive:
         rules.html_report.output,
         rules.provenance.output,
         f"{RUN}/tables/read_report.csv",
+        rules.judge_failures.output,
         expand(f"{RUN}/provenance/environment-{{env}}.txt", env=ENVIRONMENTS),
         expand(f"{RUN}/selections/{{variant}}/manifest.json", variant=VARIANTS),
         expand(

@@ -66,6 +66,19 @@ def run(args) -> dict:
             "wall_s": round(result.wall_s, 2)}
 
 
+def failures(args) -> dict:
+    import pandas as pd
+
+    from selectlab.judge.failures import failure_table
+    from selectlab.report.table_files import write_table
+
+    summaries = {Path(path).parent.name: pd.read_csv(path) for path in args.summaries}
+    table = failure_table(summaries)
+    write_table(table, Path(args.out_csv), Path(args.out_md), args.notes)
+    return {"protocols": len(table), "failed": int(table[["parse_error", "backend_error"]]
+                                                   .to_numpy().sum())}
+
+
 def serve(args) -> None:
     from selectlab.judge.server import Faults, make_server
     from selectlab.judge.transformers_backend import TransformersJudge
@@ -97,6 +110,13 @@ def _shard_files(text: str) -> dict[str, list[str]]:
     return value
 
 
+def _notes(text: str) -> list[str]:
+    value = json.loads(text)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError("--notes must be a JSON list of strings")
+    return value
+
+
 def register(stages) -> None:
     parser = stages.add_parser("judge", help="LLM judgments for QuRating, DataMan and PRRC")
     actions = parser.add_subparsers(dest="action", required=True)
@@ -118,6 +138,13 @@ def register(stages) -> None:
     p.add_argument("--out-judgments", required=True)
     p.add_argument("--out-labels", required=True)
     p.add_argument("--out-summary", required=True)
+    p = add_action(actions, "failures", failures,
+                   "the table of failed judgments per protocol (report and archive)")
+    p.add_argument("--summaries", nargs="+", required=True,
+                   help="judgments/<protocol>/summary.csv files")
+    p.add_argument("--notes", type=_notes, default=[], help="JSON list of caveats")
+    p.add_argument("--out-csv", required=True)
+    p.add_argument("--out-md", required=True)
     p = add_action(actions, "serve", serve,
                    "OpenAI-compatible HTTP server around a local model (for tests)")
     p.add_argument("--model", required=True, help="model directory")

@@ -82,3 +82,22 @@ def stopped_early(queries: Sequence, rows: Sequence[dict | None], backend,
     errors = frequent_errors(row["error"] for row in done if row["status"] != OK)
     return StageError(_message(headline, backend, counts, errors, answered,
                                len(rows) - answered, cache_path))
+
+
+FAILURE_COLUMNS = ["protocol", "backend", "model", "queries", "ok", "parse_error",
+                   "backend_error", "failure_rate"]
+
+
+def failure_table(summaries: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """One row per protocol from its summary.csv ("all" row): how many judgments failed.
+
+    Counts only: the summaries' timings and throughput vary from run to run and stay out of
+    the report and the archive.
+    """
+    rows = []
+    for protocol, summary in sorted(summaries.items()):
+        overall = summary[summary["criterion"] == "all"].iloc[0]
+        rows.append({"protocol": protocol} | {c: overall[c] for c in FAILURE_COLUMNS[1:]})
+    table = pd.DataFrame(rows, columns=FAILURE_COLUMNS)
+    table.attrs["decimals"] = {"failure_rate": 4}
+    return table
