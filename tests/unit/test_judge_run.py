@@ -267,3 +267,15 @@ def test_run_command_writes_judgments_labels_and_summary(tmp_path):
     no_truth = [a for a in argv if a not in ("--ground-truth", str(tmp_path /
                                                                    "ground_truth.parquet"))]
     assert main(no_truth) == 2  # a clear error, not a traceback
+
+
+def test_the_failure_table_has_counts_only():
+    from selectlab.judge.failures import FAILURE_COLUMNS, failure_table
+
+    summary = pd.DataFrame({"criterion": ["readability", "all"], "backend": "openai",
+                            "model": "m", "queries": [4, 8], "ok": [3, 6], "parse_error": [1, 1],
+                            "backend_error": [0, 1], "failure_rate": [0.25, 0.25],
+                            "latency_s": [1.5, 3.0]})
+    table = failure_table({"prrc": summary})
+    assert table.columns.tolist() == FAILURE_COLUMNS
+    assert table.iloc[0].tolist() == ["prrc", "openai", "m", 8, 6, 1, 1, 0.25]

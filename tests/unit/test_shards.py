@@ -72,3 +72,23 @@ def test_write_then_read_roundtrip(tmp_path):
     assert write_documents(path, docs) == 2
     assert read_all([path])[0] == docs
     assert not list(path.parent.glob(".*tmp*"))
+
+
+def test_ids_repeated_across_shards_are_found_by_the_pool_check(tmp_path):
+    import pandas as pd
+    import pytest
+
+    from selectlab.corpus.pool_ids import check_unique, repeated_ids
+    from selectlab.errors import StageError
+
+    metas = []
+    for shard, ids in {"shard_00000": ["a", "b", "c"], "shard_00001": ["d", "b"],
+                       "shard_00002": ["e", "c"]}.items():
+        metas.append(tmp_path / f"{shard}.parquet")
+        pd.DataFrame({"id": ids}).to_parquet(metas[-1])
+    assert repeated_ids(metas) == {"b": ["shard_00000", "shard_00001"],
+                                   "c": ["shard_00000", "shard_00002"]}
+    assert check_unique(metas[:1]) == 3
+    with pytest.raises(StageError, match=r"2 ids occur more than once \(e.g. 'b' in "
+                                         r"shard_00000, shard_00001; 'c' in shard_00000, "):
+        check_unique(metas)

@@ -86,7 +86,8 @@ def serve(args) -> None:
     backend = TransformersJudge(args.model, gguf_file=args.gguf_file, dtype=args.dtype,
                                 batch_size=1, max_input_tokens=args.max_input_tokens)
     faults = Faults(fail_first=args.fail_first, fail_statuses=tuple(args.fail_status),
-                    drop_first=args.drop_first, fail_after=args.fail_after)
+                    drop_first=args.drop_first, fail_after=args.fail_after,
+                    answers=tuple(args.answers), hang_s=args.hang_s)
     server = make_server(backend, host=args.host, port=args.port,
                          model_name=args.served_model_name, faults=faults,
                          api_key_env=args.api_key_env)
@@ -162,4 +163,8 @@ def register(stages) -> None:
                    help="then drop M connections without answering")
     p.add_argument("--fail-after", type=int, default=None,
                    help="answer 503 to everything after N completion requests")
+    p.add_argument("--answers", nargs="+", default=["ok"],
+                   help="cycled per admitted request: ok, garbage, bad_usage, bad_logprob, "
+                        "no_choices, hang, echo_key")
+    p.add_argument("--hang-s", type=float, default=30.0, help="how long a `hang` answer waits")
     p.add_argument("--api-key-env", default=None, help="require the key in this env variable")
