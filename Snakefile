@@ -3,9 +3,10 @@
 import os
 import sys
 
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
-from selectlab.config_errors import check_schema
+from selectlab.config_errors import schema_error
 from selectlab.crossref import check_config
 from selectlab.lifecycle import RERUN_ADVICE, export_supervisor
 
@@ -19,9 +20,12 @@ if not workflow.overwrite_configfiles:
     configfile: "config/config.yaml"
 
 
-# The schema check first in our words (key, value, expected); Snakemake's then fills defaults.
-check_schema(config, os.path.join(workflow.basedir, "config/schema/config.schema.yaml"))
-validate(config, "config/schema/config.schema.yaml")
+try:
+    validate(config, "config/schema/config.schema.yaml")
+except WorkflowError as error:
+    # Snakemake's message carries the whole schema and config: say it in one line a problem.
+    schema = os.path.join(workflow.basedir, "config/schema/config.schema.yaml")
+    raise (schema_error(config, schema) or error) from None
 check_config(config, f"results/{config['run']}")
 # Jobs started from here stop if this process is killed (selectlab.lifecycle).
 export_supervisor()

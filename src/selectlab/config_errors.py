@@ -3,7 +3,9 @@
 A JSON-schema validator reports an error with the whole schema and the whole config around it;
 for a misspelt key deep in the config that is hundreds of lines for one fact. `schema_problems`
 validates the config against the workflow's schema (relative `$ref`s resolved beside it) and
-turns each error into one line, `check_schema` raises them as one `ConfigError`.
+turns each error into one line; `schema_error` and `check_schema` give them as one
+`ConfigError`. The workflow asks for it only when Snakemake's own validation has failed, so a
+valid config is validated once.
 """
 
 from __future__ import annotations
@@ -119,7 +121,13 @@ def schema_problems(config: dict, schema_path: str | Path) -> list[str]:
     return list(dict.fromkeys(_line(error) for error in errors))
 
 
-def check_schema(config: dict, schema_path: str | Path) -> None:
+def schema_error(config: dict, schema_path: str | Path) -> ConfigError | None:
+    """The readable error for a config that breaks the schema; None if it does not."""
     problems = schema_problems(config, schema_path)
-    if problems:
-        raise ConfigError("config does not match the schema", problems)
+    return ConfigError("config does not match the schema", problems) if problems else None
+
+
+def check_schema(config: dict, schema_path: str | Path) -> None:
+    error = schema_error(config, schema_path)
+    if error is not None:
+        raise error

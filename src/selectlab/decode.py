@@ -25,7 +25,9 @@ from pathlib import Path
 
 import zstandard
 
-BLOCK_BYTES = 1 << 18  # compressed bytes per decoder call: the precision of a corrupt offset
+# Compressed bytes per decoder call: the precision of a corrupt offset, and (times the
+# compression ratio) what one call decodes into memory, so the reader's memory stays flat.
+BLOCK_BYTES = 1 << 14
 GZIP_OR_ZLIB = 32 + zlib.MAX_WBITS
 
 

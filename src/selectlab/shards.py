@@ -75,11 +75,6 @@ class ReadReport:
     def to_dict(self) -> dict:
         return asdict(self) | {"n_skipped": self.n_skipped}
 
-    def skip_summary(self) -> dict:
-        """Counts only (no examples): what sidecars and logs carry."""
-        return {"lines": self.lines, "documents": self.documents, "skipped": self.skipped,
-                "n_skipped": self.n_skipped, "damaged_files": len(self.damaged_files)}
-
 
 def _parse_line(raw: bytes) -> tuple[dict | None, str | None]:
     try:

@@ -209,7 +209,7 @@ class FailingModel(SignalsAnnotator):
         return super().annotate_batch(docs)
 
     def failure_counts(self):
-        return {"parse_error": self.failed}
+        return {"parse_error: no parseable rating in 3 attempt(s)": self.failed}
 
 
 def test_a_shard_whose_model_failures_pass_the_threshold_is_not_written(tmp_path):
@@ -219,8 +219,9 @@ def test_a_shard_whose_model_failures_pass_the_threshold_is_not_written(tmp_path
     write_meta(shard, tmp_path / "meta.parquet")
     out = tmp_path / "sidecar.parquet"
     with pytest.raises(StageError, match=r"annotate dataman s: 10 of 40 documents got no value "
-                                         r"\(25.0%, above the family's max_failure_rate 5.0%; "
-                                         r"parse_error 10\); the sidecar was not written"):
+                                         r"\(25.0%, above the family's max_failure_rate 5.0%\); "
+                                         r"the sidecar was not written. Most frequent causes:\n"
+                                         r"  10 x parse_error: no parseable rating in 3 "):
         annotate_shard([shard], tmp_path / "meta.parquet", FailingModel(4), out,
                        family="dataman", shard="s", batch_size=8, max_chars=100_000)
     assert not out.exists() and not list(tmp_path.glob(".sidecar*"))

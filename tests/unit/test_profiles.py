@@ -47,8 +47,9 @@ def sizing_config() -> dict:
     config = yaml.safe_load((REPO / ".test" / "config.yaml").read_text())
     config["run"] = "sizing"
     config["models"]["presets"].update(PRESETS)
+    # A global batch that splits over the largest preset's 32 processes (checked at plan time).
     config["variants"] = {name: {"family": "baseline", "method": "uniform",
-                                 "pretrain": {"preset": preset}}
+                                 "pretrain": {"preset": preset, "global_batch_sequences": 256}}
                           for name, preset in VARIANT_PRESET.items()}
     config["evaluation"]["baseline"] = "proxy"
     config["evaluation"]["gpu"] = 1

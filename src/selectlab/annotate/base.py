@@ -56,8 +56,8 @@ class Annotator(ABC):
 
     def failure_counts(self) -> dict[str, int]:
         """Documents scored so far that got no value because the family's model failed on
-        them, by cause (the runner fails the shard above `max_failure_rate`). Families that
-        compute every value (rules, forward passes) have none."""
+        them, by cause ("status: reason"; the runner fails the shard above `max_failure_rate`).
+        Families that compute every value (rules, forward passes) have none."""
         return {}
 
 

@@ -130,7 +130,7 @@ class GenerativeDataManAnnotator(RaterAnnotator):
         super().__init__(rater_dir, "dataman", forward_batch_size=1, gpus=gpus)
         self.policy = policy
         self.tokens = TokenCounts()
-        self.failures: Counter[str] = Counter()  # status -> documents without ratings
+        self.failures: Counter[str] = Counter()  # "status: reason" -> documents without ratings
 
     def setup(self) -> None:
         from selectlab.raters.dataman_generative import parse_target
@@ -152,7 +152,7 @@ class GenerativeDataManAnnotator(RaterAnnotator):
         requests = self.rater.requests([doc.text for doc in docs])
         answers = generate_with_retries(self.rater.backend, requests, self._parse, self.policy,
                                         self.tokens)
-        self.failures.update(a.status for a in answers if a.status != OK)
+        self.failures.update(f"{a.status}: {a.reason}"[:200] for a in answers if a.status != OK)
         return arrow_columns(answer_columns(answers, self._heads), self.schema)
 
     @property

@@ -139,11 +139,13 @@ def check_failures(annotator: Annotator, rows: int, max_failure_rate: float, fam
     failed = sum(counts.values())
     if rows == 0 or failed / rows <= max_failure_rate:
         return
-    causes = ", ".join(f"{status} {count}" for status, count in sorted(counts.items()))
-    raise StageError(f"annotate {family} {shard}: {failed} of {rows} documents got no value "
-                     f"({failed / rows:.1%}, above the family's max_failure_rate "
-                     f"{max_failure_rate:.1%}; {causes}); the sidecar was not written. The "
-                     "job log shows the model's errors; fix the cause and rerun the job.")
+    causes = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:3]
+    raise StageError("\n".join(
+        [f"annotate {family} {shard}: {failed} of {rows} documents got no value "
+         f"({failed / rows:.1%}, above the family's max_failure_rate {max_failure_rate:.1%}); "
+         "the sidecar was not written. Most frequent causes:"]
+        + [f"  {count} x {cause}" for cause, count in causes]
+        + ["Fix the cause and rerun the job."]))
 
 
 def annotate_shard(inputs: Sequence[str | Path], meta_path: str | Path, annotator: Annotator,
