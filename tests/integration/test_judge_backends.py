@@ -129,7 +129,7 @@ def start_server(tmp_path: Path, name: str, *faults: str) -> tuple[subprocess.Po
     return process, port_file
 
 
-def wait_for_port(process: subprocess.Popen, port_file: Path, timeout: float = 240) -> str:
+def wait_for_port(process: subprocess.Popen, port_file: Path, timeout: float = 600) -> str:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -152,7 +152,7 @@ def judge_run(tmp_path: Path, name: str, url: str, tag: str, must_succeed: bool 
     answers (the plumbing is under test); the other keeps the default threshold."""
     backend = {"kind": "openai", "model": "smollm2-judge", "base_url": url,
                "api_key_env": KEY_VARIABLE, "concurrency": 2, "batch_size": 4,
-               "max_attempts": 4, "backoff_s": 0.05, "max_backoff_s": 0.2, "timeout_s": 120,
+               "max_attempts": 4, "backoff_s": 0.05, "max_backoff_s": 0.2, "timeout_s": 600,
                "label_endpoint": "completions", "price_per_1k_tokens": {"prompt": 0.001,
                                                                         "completion": 0.002}}
     settings = {"qurating": {"criteria": ["writing_style"], "max_attempts": 1},
