@@ -1,16 +1,13 @@
-"""Faults and bad input as a new user meets them, on the tests-only config (.test/config.yaml).
+"""Bad input and interrupted jobs as a new user meets them (issue items 2, 3, 5 and 7).
 
-Each test runs the real command a workflow job runs (`selectlab ...` in a subprocess, exit code
-and stderr as Snakemake would see them) against a fault:
-
-- the judge: an OpenAI-compatible fake judge on 127.0.0.1 (the real `selectlab.judge.server`
-  around a backend that always gives a well-formed PRRC answer) that is down, dies mid-run,
-  rejects the key, returns malformed 200s, garbage or echoes the key, or hangs;
-- the corpus: truncated and corrupt shard files, colliding document ids in a SlimPajama-shaped
-  listing whose chunk directories repeat file names;
-- the config: a misspelt score column, found by the dry run;
-- the process: a job whose workflow is killed, and a job sent SIGTERM.
-The whole workflow run twice from scratch (same seed, same bytes) is in tests/e2e.
+- Truncated and corrupt shard files: `selectlab tokens encode` stops naming the file and the
+  offset, or (quarantine) keeps what it can read and counts the file in the read report.
+- A SlimPajama-shaped listing whose chunk directories repeat file names: every document gets a
+  distinct id, and ids that records carry themselves are checked unique across the pool.
+- A misspelt score column stops the dry run of the tests-only config, before any job.
+- A job whose workflow is killed stops by itself; a job sent SIGTERM says why it stops.
+Commands run in this process (`selectlab.cli.main`) where the subprocess would only add an
+interpreter start, and as subprocesses where the process is what is tested.
 """
 
 from __future__ import annotations
@@ -20,7 +17,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -29,207 +25,27 @@ import pytest
 import yaml
 import zstandard
 from conftest import encode, write_jsonl_zst
+from fault_harness import (
+    CONFIG,
+    KEY_VARIABLE,
+    REPO,
+    SECRET,
+    Endpoint,
+    Endpoints,
+    judge_params,
+    selectlab,
+)
 
-from selectlab.config import load_config, slimpajama_shard_groups
-from selectlab.judge import prrc
-from selectlab.judge import resolve as judge_cfg
-from selectlab.judge.backends import Completion
-from selectlab.judge.cache import JudgmentCache
-from selectlab.judge.server import Faults, make_server
+from selectlab.config import slimpajama_shard_groups
+from selectlab.judge.server import Faults
 from selectlab.lifecycle import SUPERVISOR_VARIABLE
-
-REPO = Path(__file__).resolve().parents[2]
-CONFIG = load_config(REPO / ".test" / "config.yaml")
-KEY_VARIABLE = "SELECTLAB_FAULT_TEST_KEY"
-SECRET = "sk-fault-test-0a1b2c3d4e5f6789"
-DOCS = 6  # x 4 PRRC dimensions = 24 judgments
-ANSWER = "The text meets these conditions: it is understandable.\nFinal score: 3"
-
-
-class FakeJudge:
-    """A judge that always answers PRRC's format well; the faults come from the server."""
-
-    kind = "fake"
-    model_id = "fake-judge"
-    supports_logprobs = False
-
-    def fingerprint(self) -> dict:
-        return {"kind": self.kind}
-
-    def complete(self, requests):
-        return [Completion([ANSWER], prompt_tokens=40, completion_tokens=12) for _ in requests]
-
-
-class Endpoint:
-    def __init__(self, faults: Faults | None = None, key: str | None = SECRET):
-        os.environ[KEY_VARIABLE] = key or ""
-        self.server = make_server(FakeJudge(), faults=faults, model_name="fake-judge",
-                                  api_key_env=KEY_VARIABLE if key else None)
-        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture
 def endpoints():
-    started: list[Endpoint] = []
-
-    def start(faults: Faults | None = None, key: str | None = SECRET) -> Endpoint:
-        started.append(Endpoint(faults, key))
-        return started[-1]
-
-    yield start
-    for endpoint in started:
-        endpoint.stop()
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def selectlab(*args: str, env: dict | None = None, timeout: float = 300):
-    """The `selectlab` command as a workflow job runs it (this checkout's code)."""
-    environ = os.environ | {"PYTHONPATH": str(REPO / "src")} | (env or {})
-    return subprocess.run([sys.executable, "-m", "selectlab.cli", *args], capture_output=True,
-                          text=True, env=environ, timeout=timeout)
-
-
-def judge_params(url: str, **backend) -> dict:
-    """`selectlab judge run` params for PRRC as the tests-only config resolves them, with the
-    backend pointed at the fake judge (retries kept short)."""
-    params = judge_cfg.resolve_run(CONFIG, "prrc")
-    params.pop("simulated", None)
-    params["backend"] = {"kind": "openai", "model": "fake-judge", "base_url": url,
-                         "api_key_env": KEY_VARIABLE, "concurrency": 4, "batch_size": 8,
-                         "max_attempts": 3, "backoff_s": 0.01, "max_backoff_s": 0.05,
-                         "timeout_s": 5} | backend
-    return params
-
-
-def judge_run(work: Path, params: dict, key: str = SECRET):
-    sample = work / "sample.parquet"
-    if not sample.exists():
-        pd.DataFrame({"doc_id": [f"doc{i}" for i in range(DOCS)],
-                      "text": [f"Document {i} explains how owls hunt at night." for i in
-                               range(DOCS)],
-                      "set_name": "RedPajamaWikipedia"}).to_parquet(sample)
-    out = work / "judgments" / "prrc"
-    done = selectlab("judge", "run", "--sample", str(sample), "--params", json.dumps(params),
-                     "--cache", str(out / "cache.sqlite"),
-                     "--out-judgments", str(out / "judgments.parquet"),
-                     "--out-labels", str(out / "labels.parquet"),
-                     "--out-summary", str(out / "summary.csv"), env={KEY_VARIABLE: key})
-    (work / "logs").mkdir(exist_ok=True)
-    with open(work / "logs" / "judge.log", "a") as log:  # what the job log would hold
-        log.write(done.stdout + done.stderr)
-    return done, out
-
-
-def cached(out: Path) -> int:
-    with JudgmentCache(out / "cache.sqlite") as cache:
-        return len(cache)
-
-
-# -- 1: a judge outage fails the job; the rerun asks only for what failed ---------------------
-def test_endpoint_down_then_dying_then_back_reruns_ask_only_for_the_failed(tmp_path, endpoints):
-    down, out = judge_run(tmp_path, judge_params(f"http://127.0.0.1:{free_port()}/v1"))
-    assert down.returncode == 1, down.stderr
-    assert "judge prrc: stopped: 2 batches in a row got no answer at all; 0 of 24 judgments " \
-           "are answered, no labels were written." in down.stderr
-    assert "Connection refused" in down.stderr and "Traceback" not in down.stderr
-    assert not (out / "labels.parquet").exists() and cached(out) == 0
-
-    dying = endpoints(Faults(fail_after=10))
-    failed, out = judge_run(tmp_path, judge_params(dying.url))
-    assert failed.returncode == 1
-    assert "judge prrc: 14 of 24 judgments failed (58.3%, above judge.max_failure_rate " \
-           "5.0%); no labels were written." in failed.stderr
-    assert "HTTP 503" in failed.stderr and f"at {dying.url}" in failed.stderr
-    assert not (out / "labels.parquet").exists() and cached(out) == 10
-
-    healthy = endpoints()
-    repaired, out = judge_run(tmp_path, judge_params(healthy.url))
-    assert repaired.returncode == 0, repaired.stderr
-    assert healthy.server.stats.served == 14  # exactly the failed ones
-    summary = pd.read_csv(out / "summary.csv").set_index("criterion").loc["all"]
-    assert summary["cached"] == 10 and summary["ok"] == 24
-    labels = pd.read_parquet(out / "labels.parquet")
-    assert len(labels) == DOCS and (labels[list(prrc.DIMENSIONS)] == 3).all().all()
-
-
-def test_a_wrong_key_stops_the_job_naming_the_status(tmp_path, endpoints):
-    endpoint = endpoints()
-    done, out = judge_run(tmp_path, judge_params(endpoint.url), key="sk-not-the-right-one")
-    assert done.returncode == 1
-    assert "stopped: 2 batches in a row got no answer at all" in done.stderr
-    assert "16 x openai: HTTP 401 from /chat/completions" in done.stderr
-    assert "sk-not-the-right-one" not in done.stderr and endpoint.server.stats.served == 0
-
-
-# -- 4: malformed 200s, garbage and hangs are counted errors, never a crash -------------------
-def test_malformed_answers_are_counted_errors_for_their_items(tmp_path, endpoints):
-    bad = ("ok", "bad_usage", "ok", "bad_logprob", "ok", "no_choices", "ok", "garbage")
-    endpoint = endpoints(Faults(answers=bad))
-    params = judge_params(endpoint.url, max_attempts=1) | {"max_failure_rate": 0.6}
-    done, out = judge_run(tmp_path, params)
-    assert done.returncode == 0, done.stderr
-    judgments = pd.read_parquet(out / "judgments.parquet")
-    errors = judgments.loc[judgments["status"] == "backend_error", "error"]
-    assert len(errors) == 12 and (judgments["status"] == "ok").sum() == 12
-    assert errors.str.contains("malformed response body \\(TypeError: `usage` is str 'lots', "
-                               "not an object\\)").sum() == 3
-    assert errors.str.contains("a log-probability is str 'high', not a number").sum() == 3
-    assert errors.str.contains("`choices` is list \\[\\], not a non-empty list").sum() == 3
-    assert errors.str.contains("unreadable JSON from /chat/completions: <html>").sum() == 3
-    summary = pd.read_csv(out / "summary.csv").set_index("criterion").loc["all"]
-    assert summary["backend_error"] == 12 and summary["failure_rate"] == 0.5
-
-
-def test_a_hanging_endpoint_times_out_and_stops_the_job(tmp_path, endpoints):
-    endpoint = endpoints(Faults(answers=("hang",), hang_s=3))
-    started = time.monotonic()
-    done, out = judge_run(tmp_path, judge_params(endpoint.url, timeout_s=0.3, max_attempts=2))
-    assert done.returncode == 1 and time.monotonic() - started < 60
-    assert "openai: gave up after 2 attempts: TimeoutError on /chat/completions" in done.stderr
-
-
-# -- 7: a key echoed by the server is scrubbed from every file and the log --------------------
-def test_an_echoed_key_never_reaches_a_file_or_the_log(tmp_path, endpoints):
-    endpoint = endpoints(Faults(answers=("ok", "echo_key")))
-    params = judge_params(endpoint.url, max_attempts=1) | {"max_failure_rate": 1.0}
-    done, out = judge_run(tmp_path, params)
-    assert done.returncode == 0, done.stderr
-    judgments = pd.read_parquet(out / "judgments.parquet")
-    errors = judgments.loc[judgments["status"] != "ok", "error"]
-    assert len(errors) == 12
-    assert errors.str.contains("upstream rejected credentials Bearer <redacted>").all()
-    for path in tmp_path.rglob("*"):
-        if path.is_file():
-            assert SECRET.encode() not in path.read_bytes(), f"the API key is in {path}"
-
-
-# -- 1: downstream refuses the empty output of a failed upstream job --------------------------
-def test_rater_training_refuses_empty_labels_naming_the_judge_job(tmp_path):
-    from selectlab.raters import resolve as raters_cfg
-
-    labels = tmp_path / "judgments" / "prrc" / "labels.parquet"
-    labels.parent.mkdir(parents=True)
-    pd.DataFrame({c: pd.Series(dtype="object") for c in prrc.LABEL_COLUMNS}).to_parquet(labels)
-    done = selectlab("raters", "train", "--rater", "prrc", "--params",
-                     json.dumps(raters_cfg.rater_params(CONFIG, "prrc")), "--labels",
-                     str(labels), "--out", str(tmp_path / "rater"), "--metrics",
-                     str(tmp_path / "metrics.json"))
-    assert done.returncode == 1
-    assert f"{labels} has 0 rows, at least 1 needed: the upstream job judge (prrc; log: " \
-           "logs/judge/prrc.log) produced no usable output." in done.stderr
-    assert "IndexError" not in done.stderr and not (tmp_path / "metrics.json").exists()
+    started = Endpoints()
+    yield started
+    started.stop()
 
 
 # -- 2: truncated and corrupt shards ------------------------------------------------------------
