@@ -98,7 +98,8 @@ def html(args) -> dict:
                 "metarater_fit": "Meta-rater: predicted vs actual proxy loss",
                 "metarater_weights": "Meta-rater: learned weights",
                 "metarater_proxies": "Meta-rater: downstream score vs number of proxies",
-                "metarater_pca": "Meta-rater: proxy weights and loss landscape"}
+                "metarater_pca": "Meta-rater: proxy weights and loss landscape",
+                "judge_failures": "Judge: failed judgments per protocol"}
     caption_name = {"main": "main_table", "selection_overlap": "selection_overlap_table"}
 
     def title(name: str) -> str:
