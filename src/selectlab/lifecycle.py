@@ -7,8 +7,9 @@ command then binds itself to it (`bind_to_supervisor`):
 - a watcher thread checks every second that the supervisor still runs. A workflow killed with
   SIGKILL cannot stop its jobs, which would run on as orphans writing into results/ while a
   rerun starts the same jobs; the watcher stops the job instead. The check applies only on the
-  supervisor's host (a multi-node job's other nodes see a pid that means nothing there), and
-  the start time guards against a reused pid;
+  supervisor's host (a multi-node job's other nodes see a pid that means nothing there) and
+  only to a supervisor the job can see when it starts (not from inside a container with its
+  own process namespace); the start time guards against a reused pid;
 - PR_SET_PDEATHSIG: the job gets SIGTERM when its parent (the rule's shell) dies;
 - SIGTERM: the job passes it on to its own child processes (model servers, data loaders,
   workers), prints why it stops and exits with 143, unwinding so that no temporary file takes
@@ -162,7 +163,9 @@ def bind_to_supervisor(label: str) -> None:
         if os.getppid() == 1:  # the parent died before prctl took effect
             os.kill(os.getpid(), signal.SIGTERM)
     watched = supervisor_pid(os.environ.get(SUPERVISOR_VARIABLE))
-    if watched is not None:
+    # A supervisor that cannot be seen now (a container with its own process namespace) is
+    # not watched: it just started this job, so it cannot have gone.
+    if watched is not None and supervisor_alive(*watched):
         threading.Thread(target=_watch, args=watched, name="supervisor-watch",
                          daemon=True).start()
 

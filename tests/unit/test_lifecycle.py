@@ -54,3 +54,13 @@ def test_secrets_are_scrubbed_before_any_cut_and_from_log_records(caplog):
     finally:
         redact.forget_all()
     assert redact.scrub("sk-abcdef123456") == "sk-abcdef123456"
+
+
+def test_a_supervisor_the_job_cannot_see_is_not_watched():
+    # As from inside a container with its own process namespace: the pid means nothing here.
+    token = f"{socket.gethostname()}:999999999:12345"
+    code = ("import time; from selectlab.lifecycle import bind_to_supervisor; "
+            "bind_to_supervisor('selectlab test'); time.sleep(1.5); print('finished')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=os.environ | {lifecycle.SUPERVISOR_VARIABLE: token}, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "finished", done.stderr
