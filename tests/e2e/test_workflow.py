@@ -256,10 +256,11 @@ def test_a_second_run_from_scratch_gives_the_same_selections_and_archive_bytes(r
         for variant in config["variants"]:
             ids = [pd.read_parquet(d / f"selections/{variant}/selection.parquet")["id"].tolist()
                    for d in (first, run_dir)]
-            assert ids[0] == ids[1], variant
+            assert ids[0] == ids[1], f"the two runs selected different documents for {variant}"
         name = f"archive/selectlab-{config['run']}.tar.gz"
-        # Names the members whose checksums differ between the two runs.
-        assert sorted(manifest_lines(first / name) ^ manifest_lines(run_dir / name)) == []
+        changed = manifest_lines(first / name) ^ manifest_lines(run_dir / name)
+        members = sorted({line.split("  ", 1)[1] for line in changed})
+        assert not members, f"archive members that differ between the two runs: {members}"
         assert (first / name).read_bytes() == (run_dir / name).read_bytes()
     finally:
         shutil.rmtree(first, ignore_errors=True)
