@@ -6,9 +6,11 @@ import sys
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
+from selectlab import layout
 from selectlab.config_errors import schema_error
 from selectlab.crossref import check_config
 from selectlab.lifecycle import RERUN_ADVICE, export_supervisor
+from selectlab.selection import grids
 
 min_version("9.0")
 
@@ -23,10 +25,18 @@ if not workflow.overwrite_configfiles:
 try:
     validate(config, "config/schema/config.schema.yaml")
 except WorkflowError as error:
-    # Snakemake's message carries the whole schema and config: say it in one line a problem.
+    # Snakemake's message carries the whole schema and config: say it one line per problem.
     schema = os.path.join(workflow.basedir, "config/schema/config.schema.yaml")
     raise (schema_error(config, schema) or error) from None
-check_config(config, f"results/{config['run']}")
+
+# Variant grids become plain variants here, once, so every rule and resolver sees only those;
+# the variants a grid produces are checked like written-out ones.
+validate(
+    grids.grid_variants(config["variants"]), "config/schema/variant_set.schema.yaml"
+)
+config["variants"] = grids.expand_variants(config["variants"])
+# Names and sizes the config refers to, grid variants included, before any job is planned.
+check_config(config, layout.run_dir(config["run"]))
 # Jobs started from here stop if this process is killed (selectlab.lifecycle).
 export_supervisor()
 

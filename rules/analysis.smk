@@ -1,28 +1,34 @@
 # Analysis of the annotated corpus (selectlab.analysis): a seeded sample of documents with every
 # score, then score distributions per source, correlation heatmaps and DataMan's ratings vs the
 # reference LM's NLL drawn from it; DataMan's corpus tables count every document, shard by shard.
+from selectlab.analysis import plan as analysis_cfg
+
+ANALYSIS = analysis_cfg.analysis_plan(config)
+ANALYSIS_FIGURE_TABLES = ANALYSIS.figure_tables()
+# The analysis figures and tables (the report shows them too).
+ANALYSIS_TARGETS = expand(layout.figure(RUN), name=ANALYSIS.figures()) + expand(
+    layout.table(RUN), name=ANALYSIS.tables(), ext=["csv", "md"]
+)
 
 
 if ANALYSIS.families:
 
     rule analysis_sample:
         input:
-            meta=expand(f"{RUN}/attributes/meta/{{shard}}.parquet", shard=SHARDS),
+            meta=expand(layout.meta_sidecar(RUN), shard=SHARDS),
             sidecars=expand(
-                f"{RUN}/attributes/{{family}}/{{shard}}.parquet",
-                family=list(ANALYSIS.families),
-                shard=SHARDS,
+                layout.sidecar(RUN), family=list(ANALYSIS.families), shard=SHARDS
             ),
         output:
-            sample=f"{RUN}/analysis/sample.parquet",
-            summary=f"{RUN}/analysis/sample.json",
+            sample=layout.analysis_sample(RUN),
+            summary=layout.analysis_sample_summary(RUN),
         log:
-            f"{LOGS}/analysis/sample.log",
+            layout.job_log(RUN, "analysis", "sample"),
         container:
             CONTAINERS["cpu"]
+        threads: rule_threads("analysis_sample")
         resources:
-            mem_mb=8000,
-            runtime=60,
+            **rule_resources("analysis_sample"),
         params:
             cfg=json_param({"sample_rows": ANALYSIS.sample_rows, "seed": ANALYSIS.seed}),
         shell:
@@ -32,33 +38,33 @@ if ANALYSIS.families:
 
     rule analysis_figures:
         input:
-            sample=f"{RUN}/analysis/sample.parquet",
+            sample=layout.analysis_sample(RUN),
         output:
             **{
                 name: report(
-                    f"{RUN}/figures/{name}.png",
-                    caption=f"../report/{analysis_cfg.caption_stem(name)}.rst",
+                    layout.figure(RUN, name),
+                    caption=caption(analysis_cfg.caption_stem(name)),
                     category="Analysis",
                 )
                 for name in ANALYSIS.figures()
             },
             **{
-                f"{name}_{ext}": f"{RUN}/tables/{name}.{ext}"
+                f"{name}_{ext}": layout.table(RUN, name, ext)
                 for name in ANALYSIS_FIGURE_TABLES
                 for ext in ["csv", "md"]
             },
             matrices=expand(
-                f"{RUN}/analysis/{{name}}.csv", name=analysis_cfg.matrices(ANALYSIS)
+                layout.analysis_matrix(RUN), name=analysis_cfg.matrices(ANALYSIS)
             ),
         log:
-            f"{LOGS}/analysis/figures.log",
+            layout.job_log(RUN, "analysis", "figures"),
         container:
             CONTAINERS["cpu"]
+        threads: rule_threads("analysis_figures")
         resources:
-            mem_mb=4000,
-            runtime=30,
+            **rule_resources("analysis_figures"),
         params:
-            cfg=json_param(analysis_cfg.figure_params(config, judge_notes())),
+            cfg=json_param(analysis_cfg.figure_params(config, JUDGE_NOTES)),
             figures_dir=lambda w, output: os.path.dirname(output[0]),
             matrices_dir=lambda w, output: os.path.dirname(output.matrices[0]),
             tables_dir=lambda w, output: (
@@ -76,32 +82,30 @@ if ANALYSIS.dataman:
 
     rule analysis_dataman_tables:
         input:
-            meta=expand(f"{RUN}/attributes/meta/{{shard}}.parquet", shard=SHARDS),
-            sidecars=expand(
-                f"{RUN}/attributes/{ANALYSIS.dataman}/{{shard}}.parquet", shard=SHARDS
-            ),
+            meta=expand(layout.meta_sidecar(RUN), shard=SHARDS),
+            sidecars=expand(layout.sidecar(RUN, ANALYSIS.dataman), shard=SHARDS),
         output:
             corpus_csv=report(
-                f"{RUN}/tables/{analysis_cfg.DATAMAN_CORPUS}.csv",
-                caption=f"../report/{analysis_cfg.DATAMAN_CORPUS}.rst",
+                layout.table(RUN, analysis_cfg.DATAMAN_CORPUS, "csv"),
+                caption=caption(analysis_cfg.DATAMAN_CORPUS),
                 category="Analysis",
             ),
-            corpus_md=f"{RUN}/tables/{analysis_cfg.DATAMAN_CORPUS}.md",
+            corpus_md=layout.table(RUN, analysis_cfg.DATAMAN_CORPUS, "md"),
             means_csv=report(
-                f"{RUN}/tables/{analysis_cfg.DATAMAN_DOMAIN_MEANS}.csv",
-                caption=f"../report/{analysis_cfg.DATAMAN_DOMAIN_MEANS}.rst",
+                layout.table(RUN, analysis_cfg.DATAMAN_DOMAIN_MEANS, "csv"),
+                caption=caption(analysis_cfg.DATAMAN_DOMAIN_MEANS),
                 category="Analysis",
             ),
-            means_md=f"{RUN}/tables/{analysis_cfg.DATAMAN_DOMAIN_MEANS}.md",
+            means_md=layout.table(RUN, analysis_cfg.DATAMAN_DOMAIN_MEANS, "md"),
         log:
-            f"{LOGS}/analysis/dataman_tables.log",
+            layout.job_log(RUN, "analysis", "dataman_tables"),
         container:
             CONTAINERS["cpu"]
+        threads: rule_threads("analysis_dataman_tables")
         resources:
-            mem_mb=4000,
-            runtime=60,
+            **rule_resources("analysis_dataman_tables"),
         params:
-            notes=json_param(judge_notes()),
+            notes=json_param(JUDGE_NOTES),
         shell:
             "selectlab analysis dataman-tables --meta {input.meta} --sidecars {input.sidecars}"
             " --notes {params.notes:q} --out-corpus-csv {output.corpus_csv}"

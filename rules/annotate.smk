@@ -7,6 +7,20 @@
 # (tokenize_shard writes it from them, so it is rewritten whenever they change), and leaving
 # them out keeps a paper-scale plan (thousands of raw files x 9 families) from spending most of
 # its time resolving the same raw paths again for every family (benchmarks/dag_scale.py).
+from selectlab.annotate import resolve as annotate_cfg
+from selectlab.report.plan import ANNOTATION_THROUGHPUT
+
+ANNOTATE_FAMILIES = annotate_cfg.family_names(config)
+DSIR_FAMILIES = annotate_cfg.families_of_kind(config, "dsir")
+FAMILY_SHAPE = per_job(lambda w: annotate_cfg.resources(config, w["family"]))
+# The raw files of the shards a DSIR family samples its raw distribution from.
+DSIR_SHARD_FILES = lambda w: annotate_cfg.dsir_shard_files(
+    config, w.family, SHARD_FILES
+)
+# Every family's sidecar of every shard, and the throughput table.
+ANNOTATION_TARGETS = expand(
+    layout.sidecar(RUN), family=ANNOTATE_FAMILIES, shard=SHARDS
+) + [layout.table(RUN, ANNOTATION_THROUGHPUT, "md")]
 
 
 wildcard_constraints:
@@ -15,25 +29,25 @@ wildcard_constraints:
 
 rule annotate:
     input:
-        meta=f"{RUN}/attributes/meta/{{shard}}.parquet",
-        fitted=annotate_fitted_inputs,
+        meta=layout.meta_sidecar(RUN),
+        fitted=lambda w: annotate_cfg.fitted_inputs(config, RUN, w.family),
     output:
-        sidecar=f"{RUN}/attributes/{{family}}/{{shard}}.parquet",
-        stats=f"{LOGS}/annotate/{{family}}/{{shard}}.json",
+        sidecar=layout.sidecar(RUN),
+        stats=layout.annotation_stats(RUN),
     log:
-        f"{LOGS}/annotate/{{family}}/{{shard}}.log",
+        layout.job_log(RUN, "annotate", "{family}/{shard}"),
+    benchmark:
+        layout.benchmark(RUN, "annotate", "{family}/{shard}")
     container:
-        annotate_container
-    threads: annotate_threads
+        lambda w: CONTAINERS[annotate_cfg.container_key(config, w.family)]
+    threads: job_threads(FAMILY_SHAPE)
     resources:
-        mem_mb=annotate_resource("mem_mb"),
-        runtime=annotate_resource("runtime"),
-        gpu=annotate_resource("gpu"),
+        **job_resources(FAMILY_SHAPE),
     params:
         cfg=lambda w: json_param(annotate_cfg.resolve_family(config, w.family)),
-        raw=raw_shard_files,
-        max_doc_chars=config["corpus"]["reader"]["max_doc_chars"],
-        id_root=ID_ROOT,
+        raw=RAW_SHARD_FILES,
+        max_doc_chars=MAX_DOC_CHARS,
+        id_root=lambda w: corpus_cfg.id_root(config, SHARD_FILES[w.shard]),
         batch_size=config["annotate"]["batch_size"],
     shell:
         "selectlab annotate run --family {wildcards.family} --shard {wildcards.shard}"
@@ -48,28 +62,30 @@ if DSIR_FAMILIES:
 
     rule fit_dsir:
         input:
-            meta=dsir_raw_meta,
-            raw=dsir_raw_files,
-            heldout=dsir_heldout,
+            meta=lambda w: expand(
+                layout.meta_sidecar(RUN), shard=list(DSIR_SHARD_FILES(w))
+            ),
+            raw=lambda w: [
+                path for files in DSIR_SHARD_FILES(w).values() for path in files
+            ],
+            heldout=lambda w: annotate_cfg.dsir_heldout_inputs(config, RUN, w.family),
             targets=lambda w: annotate_cfg.dsir_target_files(config, w.family),
         output:
-            model=f"{RUN}/raters/{{family}}/model.npz",
-            card=f"{RUN}/raters/{{family}}/rater_card.json",
+            model=layout.dsir_model(RUN),
+            card=layout.rater_card(RUN, "{family}"),
         log:
-            f"{LOGS}/fit_dsir/{{family}}.log",
+            layout.job_log(RUN, "fit_dsir", "{family}"),
         wildcard_constraints:
             family=names_pattern(DSIR_FAMILIES),
         container:
             CONTAINERS["cpu"]
+        threads: rule_threads("fit_dsir")
         resources:
-            mem_mb=4000,
-            runtime=120,
+            **rule_resources("fit_dsir"),
         params:
             cfg=lambda w: json_param(annotate_cfg.resolve_fit_dsir(config, w.family)),
-            shard_files=lambda w: json_param(dsir_shard_files(w.family)),
-            heldout=lambda w, input: (
-                f"--heldout {input.heldout}" if input.heldout else ""
-            ),
+            shard_files=lambda w: json_param(DSIR_SHARD_FILES(w)),
+            heldout=optional_flag("--heldout", "heldout"),
         shell:
             "selectlab annotate fit-dsir --params {params.cfg:q} --meta {input.meta}"
             " --shard-files {params.shard_files:q} {params.heldout}"
@@ -80,15 +96,14 @@ if annotate_cfg.needs_reference_lm(config):
 
     rule prepare_reference_lm:
         output:
-            directory(annotate_cfg.reference_lm_dir(RUN)),
+            directory(layout.reference_lm(RUN)),
         log:
-            f"{LOGS}/prepare_reference_lm.log",
+            layout.log(RUN, "prepare_reference_lm"),
         container:
             CONTAINERS["train"]
-        threads: 1  # parsing and dequantising the GGUF file is single-threaded
+        threads: rule_threads("prepare_reference_lm")
         resources:
-            mem_mb=4000,
-            runtime=30,
+            **rule_resources("prepare_reference_lm"),
         shell:
             "selectlab annotate prepare-reference-lm --out-dir {output} > {log} 2>&1"
 
@@ -97,17 +112,17 @@ if annotate_cfg.needs_reference_lm(config):
 # this table instead of on every shard's sidecar (rules/select.smk).
 rule family_throughput:
     input:
-        lambda w: expand(f"{LOGS}/annotate/{w.family}/{{shard}}.json", shard=SHARDS),
+        lambda w: expand(layout.annotation_stats(RUN, w.family), shard=SHARDS),
     output:
-        csv=f"{RUN}/attributes/{{family}}/throughput.csv",
-        md=f"{RUN}/attributes/{{family}}/throughput.md",
+        csv=layout.family_throughput(RUN, ext="csv"),
+        md=layout.family_throughput(RUN, ext="md"),
     log:
-        f"{LOGS}/family_throughput/{{family}}.log",
+        layout.job_log(RUN, "family_throughput", "{family}"),
     container:
         CONTAINERS["cpu"]
+    threads: rule_threads("family_throughput")
     resources:
-        mem_mb=2000,
-        runtime=15,
+        **rule_resources("family_throughput"),
     shell:
         "selectlab annotate throughput --stats {input} --out-csv {output.csv}"
         " --out-md {output.md} > {log} 2>&1"
@@ -115,21 +130,17 @@ rule family_throughput:
 
 rule annotation_throughput:
     input:
-        expand(
-            f"{LOGS}/annotate/{{family}}/{{shard}}.json",
-            family=ANNOTATE_FAMILIES,
-            shard=SHARDS,
-        ),
+        expand(layout.annotation_stats(RUN), family=ANNOTATE_FAMILIES, shard=SHARDS),
     output:
-        csv=f"{RUN}/tables/annotation_throughput.csv",
-        md=f"{RUN}/tables/annotation_throughput.md",
+        csv=layout.table(RUN, ANNOTATION_THROUGHPUT, "csv"),
+        md=layout.table(RUN, ANNOTATION_THROUGHPUT, "md"),
     log:
-        f"{LOGS}/annotation_throughput.log",
+        layout.log(RUN, "annotation_throughput"),
     container:
         CONTAINERS["cpu"]
+    threads: rule_threads("annotation_throughput")
     resources:
-        mem_mb=2000,
-        runtime=15,
+        **rule_resources("annotation_throughput"),
     shell:
         "selectlab annotate throughput --stats {input} --out-csv {output.csv}"
         " --out-md {output.md} > {log} 2>&1"

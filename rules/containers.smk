@@ -23,7 +23,7 @@ rule build_container:
     output:
         "containers/{env}.sif",
     log:
-        "results/containers/build_{env}.log",
+        layout.container_build_log(),
     wildcard_constraints:
         env="|".join(CONTAINER_ENVS),
     localrule: True

@@ -1,29 +1,34 @@
 # Corpus: raw shards (built offline, or SlimPajama files), held-out splits, tokenizer, tokens.
+from selectlab.corpus import resolve as corpus_cfg
+
+SHARD_FILES = corpus_cfg.shard_files(config, RUN)
+SHARDS = list(SHARD_FILES)
+SPLITS = list(corpus_cfg.SPLITS)
+MAX_DOC_CHARS = corpus_cfg.max_doc_chars(config)
+# Records without an id are named relative to the pool's root, the same in every job that
+# reads them (a params function of a rule whose input `raw` lists raw files).
+ID_ROOT = lambda wildcards, input: corpus_cfg.id_root(config, input.raw)
+ON_DAMAGED_FILE = corpus_cfg.damaged_file_policy(config)
+RAW_SHARD_FILES = lambda wildcards: SHARD_FILES[wildcards.shard]
 
 
 if config["corpus"]["mode"] == "embedded":
 
     rule build_corpus:
         output:
-            shards=expand(f"{RUN}/corpus/raw/{{shard}}.jsonl.zst", shard=SHARDS),
-            heldout=expand(f"{RUN}/corpus/heldout/{{split}}.jsonl.zst", split=SPLITS),
-            ground_truth=f"{RUN}/corpus/ground_truth.parquet",
-            stats=f"{RUN}/corpus/build_stats.json",
+            shards=expand(layout.raw_shard(RUN), shard=SHARDS),
+            heldout=expand(layout.heldout(RUN), split=SPLITS),
+            ground_truth=layout.ground_truth(RUN),
+            stats=layout.corpus_build_stats(RUN),
         log:
-            f"{LOGS}/build_corpus.log",
+            layout.log(RUN, "build_corpus"),
         container:
             CONTAINERS["cpu"]
+        threads: rule_threads("build_corpus")
         resources:
-            mem_mb=4000,
-            runtime=30,
+            **rule_resources("build_corpus"),
         params:
-            cfg=json_param(
-                {
-                    "embedded": config["corpus"]["embedded"],
-                    "set_names": config["corpus"]["set_names"],
-                    "num_shards": config["corpus"]["num_shards"],
-                }
-            ),
+            cfg=json_param(corpus_cfg.build_params(config)),
             out_dir=parent_dir("stats"),
         shell:
             "selectlab corpus build --params {params.cfg:q} --out-dir {params.out_dir} > {log} 2>&1"
@@ -32,27 +37,16 @@ else:
 
     rule prepare_heldout:
         output:
-            f"{RUN}/corpus/heldout/{{split}}.jsonl.zst",
+            layout.heldout(RUN),
         log:
-            f"{LOGS}/prepare_heldout/{{split}}.log",
+            layout.job_log(RUN, "prepare_heldout", "{split}"),
         container:
             CONTAINERS["cpu"]
+        threads: rule_threads("prepare_heldout")
         resources:
-            mem_mb=8000,
-            runtime=120,
+            **rule_resources("prepare_heldout"),
         params:
-            cfg=lambda w: json_param(
-                {
-                    "directory": config["corpus"]["slimpajama"][f"{w.split}_dir"],
-                    "pattern": config["corpus"]["slimpajama"]["pattern"],
-                    "docs_per_source": config["corpus"]["slimpajama"][
-                        "heldout_docs_per_source"
-                    ],
-                    "max_doc_chars": config["corpus"]["reader"]["max_doc_chars"],
-                    "on_damaged_file": reading.damaged_file_policy(config),
-                    "seed": config["seed"],
-                }
-            ),
+            cfg=lambda w: json_param(corpus_cfg.heldout_params(config, w.split)),
         shell:
             "selectlab corpus heldout --params {params.cfg:q} --out {output} > {log} 2>&1"
 
@@ -61,21 +55,20 @@ if config["tokenizer"]["kind"] == "train_bpe":
 
     rule train_tokenizer:
         input:
-            [files for shard in SHARDS for files in SHARD_FILES[shard]],
+            [path for shard in SHARDS for path in SHARD_FILES[shard]],
         output:
-            directory(f"{RUN}/tokenizer"),
+            directory(layout.tokenizer(RUN)),
         log:
-            f"{LOGS}/train_tokenizer.log",
+            layout.log(RUN, "train_tokenizer"),
         container:
             CONTAINERS["cpu"]
-        threads: 2
+        threads: rule_threads("train_tokenizer")
         resources:
-            mem_mb=8000,
-            runtime=60,
+            **rule_resources("train_tokenizer"),
         params:
             vocab_size=config["tokenizer"]["vocab_size"],
             sample_chars=config["tokenizer"]["sample_chars"],
-            max_doc_chars=config["corpus"]["reader"]["max_doc_chars"],
+            max_doc_chars=MAX_DOC_CHARS,
         shell:
             "selectlab tokens train --inputs {input} --vocab-size {params.vocab_size}"
             " --sample-chars {params.sample_chars} --max-doc-chars {params.max_doc_chars}"
@@ -85,11 +78,14 @@ else:
 
     rule copy_tokenizer:
         output:
-            directory(f"{RUN}/tokenizer"),
+            directory(layout.tokenizer(RUN)),
         log:
-            f"{LOGS}/copy_tokenizer.log",
+            layout.log(RUN, "copy_tokenizer"),
         container:
             CONTAINERS["cpu"]
+        threads: rule_threads("copy_tokenizer")
+        resources:
+            **rule_resources("copy_tokenizer"),
         params:
             source=config["tokenizer"].get("path", ""),
         shell:
@@ -98,25 +94,24 @@ else:
 
 rule tokenize_shard:
     input:
-        raw=raw_shard_files,
-        tokenizer=f"{RUN}/tokenizer",
+        raw=RAW_SHARD_FILES,
+        tokenizer=layout.tokenizer(RUN),
     output:
-        tokens=f"{RUN}/corpus/tokens/{{shard}}.npy",
-        meta=f"{RUN}/attributes/meta/{{shard}}.parquet",
-        report=f"{RUN}/corpus/reports/{{shard}}.json",
-        quarantine=f"{RUN}/corpus/quarantine/{{shard}}.jsonl",
+        tokens=layout.tokens(RUN),
+        meta=layout.meta_sidecar(RUN),
+        report=layout.shard_read_report(RUN),
+        quarantine=layout.quarantine(RUN),
     log:
-        f"{LOGS}/tokenize_shard/{{shard}}.log",
+        layout.job_log(RUN, "tokenize_shard", "{shard}"),
     container:
         CONTAINERS["cpu"]
-    threads: 2
+    threads: rule_threads("tokenize_shard")
     resources:
-        mem_mb=8000,
-        runtime=60,
+        **rule_resources("tokenize_shard"),
     params:
-        max_doc_chars=config["corpus"]["reader"]["max_doc_chars"],
+        max_doc_chars=MAX_DOC_CHARS,
         id_root=ID_ROOT,
-        on_damaged_file=reading.damaged_file_policy(config),
+        on_damaged_file=ON_DAMAGED_FILE,
     shell:
         "selectlab tokens encode --inputs {input.raw} --tokenizer {input.tokenizer}"
         " --shard {wildcards.shard} --max-doc-chars {params.max_doc_chars}"
@@ -128,18 +123,21 @@ rule tokenize_shard:
 # Also where the pool's document ids are checked to be unique across shards.
 rule read_report:
     input:
-        reports=expand(f"{RUN}/corpus/reports/{{shard}}.json", shard=SHARDS),
-        meta=expand(f"{RUN}/attributes/meta/{{shard}}.parquet", shard=SHARDS),
+        reports=expand(layout.shard_read_report(RUN), shard=SHARDS),
+        meta=expand(layout.meta_sidecar(RUN), shard=SHARDS),
     output:
         report(
-            f"{RUN}/tables/read_report.csv",
-            caption="../report/read_report.rst",
+            layout.read_report(RUN),
+            caption=caption("read_report"),
             category="Corpus",
         ),
     log:
-        f"{LOGS}/read_report.log",
+        layout.log(RUN, "read_report"),
     container:
         CONTAINERS["cpu"]
+    threads: rule_threads("read_report")
+    resources:
+        **rule_resources("read_report"),
     shell:
         "selectlab corpus read-report --reports {input.reports} --meta {input.meta}"
         " --out {output} > {log} 2>&1"

@@ -1,21 +1,35 @@
 # Evaluation: per-source perplexity and in-context learning (lm-eval) for every trained model.
-ICL = config["evaluation"]["icl"]
-LOCAL_ICL = ICL["tasks"] == "local"
+from selectlab.evaluate import resolve as evaluate_cfg
+
+LOCAL_ICL = evaluate_cfg.uses_local_tasks(config)
+PERPLEXITY_SHAPE = per_job(
+    lambda w: evaluate_cfg.eval_shape(config, "eval_perplexity", w["variant"])
+)
+ICL_SHAPE = per_job(lambda w: evaluate_cfg.eval_shape(config, "eval_icl", w["variant"]))
+# Both evaluation results of each variant (perplexity, then ICL): what the tables read.
+EVAL_RESULTS = [
+    path(RUN, variant)
+    for variant in VARIANTS
+    for path in (layout.perplexity, layout.icl)
+]
 
 
 if LOCAL_ICL:
 
     rule build_icl_tasks:
         input:
-            f"{RUN}/corpus/heldout/test.jsonl.zst",
+            layout.heldout(RUN, "test"),
         output:
-            directory(f"{RUN}/eval/tasks"),
+            directory(layout.icl_tasks(RUN)),
         log:
-            f"{LOGS}/build_icl_tasks.log",
+            layout.log(RUN, "build_icl_tasks"),
         container:
             CONTAINERS["train"]
+        threads: rule_threads("build_icl_tasks")
+        resources:
+            **rule_resources("build_icl_tasks"),
         params:
-            cfg=json_param(ICL.get("local_tasks", {})),
+            cfg=json_param(evaluate_cfg.local_task_params(config)),
         shell:
             "selectlab evaluate tasks --heldout {input} --params {params.cfg:q}"
             " --out-dir {output} > {log} 2>&1"
@@ -23,30 +37,21 @@ if LOCAL_ICL:
 
 rule eval_perplexity:
     input:
-        model=f"{RUN}/models/{{variant}}/final",
-        heldout=expand(f"{RUN}/corpus/heldout/{{split}}.jsonl.zst", split=SPLITS),
+        model=layout.final_model(RUN),
+        heldout=expand(layout.heldout(RUN), split=SPLITS),
     output:
-        f"{RUN}/eval/{{variant}}/perplexity.json",
+        layout.perplexity(RUN),
     log:
-        f"{LOGS}/eval_perplexity/{{variant}}.log",
+        layout.job_log(RUN, "eval_perplexity", "{variant}"),
+    benchmark:
+        layout.benchmark(RUN, "eval_perplexity", "{variant}")
     container:
         CONTAINERS["train"]
-    threads: 2
+    threads: job_threads(PERPLEXITY_SHAPE)
     resources:
-        mem_mb=lambda w: eval_mem_mb(w.variant),
-        runtime=120,
-        gpu=eval_gpu(),
-        gpu_model=lambda w: eval_gpu_resource(w.variant, "gpu_model"),
-        cpus_per_gpu=lambda w: eval_gpu_resource(w.variant, "cpus_per_gpu"),
+        **job_resources(PERPLEXITY_SHAPE),
     params:
-        cfg=lambda w: json_param(
-            config["evaluation"]["perplexity"]
-            | {
-                "seq_len": cfg.resolve_pretrain(config, w.variant)["settings"][
-                    "seq_len"
-                ]
-            }
-        ),
+        cfg=lambda w: json_param(evaluate_cfg.perplexity_params(config, w.variant)),
     shell:
         "selectlab evaluate perplexity --model {input.model} --heldout {input.heldout}"
         " --params {params.cfg:q} --out {output} > {log} 2>&1"
@@ -54,27 +59,22 @@ rule eval_perplexity:
 
 rule eval_icl:
     input:
-        model=f"{RUN}/models/{{variant}}/final",
-        tasks=[f"{RUN}/eval/tasks"] if LOCAL_ICL else [],
+        model=layout.final_model(RUN),
+        tasks=[layout.icl_tasks(RUN)] if LOCAL_ICL else [],
     output:
-        f"{RUN}/eval/{{variant}}/icl.json",
+        layout.icl(RUN),
     log:
-        f"{LOGS}/eval_icl/{{variant}}.log",
+        layout.job_log(RUN, "eval_icl", "{variant}"),
+    benchmark:
+        layout.benchmark(RUN, "eval_icl", "{variant}")
     container:
         CONTAINERS["train"]
-    threads: 2
+    threads: job_threads(ICL_SHAPE)
     resources:
-        mem_mb=lambda w: eval_mem_mb(w.variant),
-        runtime=240,
-        gpu=eval_gpu(),
-        gpu_model=lambda w: eval_gpu_resource(w.variant, "gpu_model"),
-        cpus_per_gpu=lambda w: eval_gpu_resource(w.variant, "cpus_per_gpu"),
+        **job_resources(ICL_SHAPE),
     params:
-        cfg=json_param(
-            {k: ICL[k] for k in ("tasks", "batch_size", "dtype", "limit") if k in ICL}
-            | {"seed": config["seed"]}
-        ),
-        tasks=lambda w, input: f"--tasks-dir {input.tasks}" if input.tasks else "",
+        cfg=json_param(evaluate_cfg.icl_params(config)),
+        tasks=optional_flag("--tasks-dir", "tasks"),
     shell:
         "selectlab evaluate icl --model {input.model} {params.tasks} --params {params.cfg:q}"
         " --out {output} > {log} 2>&1"

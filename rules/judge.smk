@@ -2,29 +2,46 @@
 # documents to judge, then ask the configured judge backend; labels.parquet is what the raters
 # train on. The sqlite cache next to the outputs is not declared, so a failed or re-run job
 # keeps every finished judgment.
-JUDGE_BACKEND = config["judge"]["backend"]
-JUDGE_RESOURCES = config["judge"].get("resources", {})
+from selectlab.judge import resolve as judge_cfg
+from selectlab.report.plan import JUDGE_FAILURES
+
+PROTOCOLS = judge_cfg.configured_protocols(config)
+JUDGE_SHARDS = judge_cfg.candidate_shards(
+    SHARDS, config["judge"].get("sample", {}).get("max_shards")
+)
+JUDGE_SHAPE = judge_cfg.job_shape_of_judge(config)
+JUDGE_CONTAINER = (
+    CONTAINERS["vllm"]
+    if config["judge"]["backend"]["kind"] == "vllm"
+    else CONTAINERS["train"]
+)
+# Caveats every table carries (a simulated judge is not an LLM).
+JUDGE_NOTES = judge_cfg.notes(config)
+JUDGE_TARGETS = [
+    path(RUN, protocol)
+    for protocol in PROTOCOLS
+    for path in (layout.judge_labels, layout.judge_summary)
+]
 
 
 wildcard_constraints:
-    protocol=names_pattern(judge_cfg.configured_protocols(config)),
+    protocol=names_pattern(PROTOCOLS),
 
 
 rule judge_sample:
     input:
-        meta=expand(f"{RUN}/attributes/meta/{{shard}}.parquet", shard=JUDGE_SHARDS),
+        meta=expand(layout.meta_sidecar(RUN), shard=JUDGE_SHARDS),
         raw=[path for shard in JUDGE_SHARDS for path in SHARD_FILES[shard]],
-        tokenizer=f"{RUN}/tokenizer",
+        tokenizer=layout.tokenizer(RUN),
     output:
-        f"{RUN}/judgments/{{protocol}}/sample.parquet",
+        layout.judge_sample(RUN),
     log:
-        f"{LOGS}/judge_sample/{{protocol}}.log",
+        layout.job_log(RUN, "judge_sample", "{protocol}"),
     container:
         CONTAINERS["cpu"]
-    threads: 1
+    threads: rule_threads("judge_sample")
     resources:
-        mem_mb=8000,
-        runtime=60,
+        **rule_resources("judge_sample"),
     params:
         cfg=lambda w: json_param(judge_cfg.resolve_sample(config, w.protocol)),
         shard_files=json_param({shard: SHARD_FILES[shard] for shard in JUDGE_SHARDS}),
@@ -37,29 +54,25 @@ rule judge_sample:
 
 rule judge:
     input:
-        sample=f"{RUN}/judgments/{{protocol}}/sample.parquet",
-        ground_truth=judge_ground_truth(),
+        sample=layout.judge_sample(RUN),
+        ground_truth=judge_cfg.ground_truth_inputs(config, RUN),
     output:
-        judgments=f"{RUN}/judgments/{{protocol}}/judgments.parquet",
-        labels=f"{RUN}/judgments/{{protocol}}/labels.parquet",
-        summary=f"{RUN}/judgments/{{protocol}}/summary.csv",
+        judgments=layout.judgments(RUN),
+        labels=layout.judge_labels(RUN),
+        summary=layout.judge_summary(RUN),
     log:
-        f"{LOGS}/judge/{{protocol}}.log",
+        layout.job_log(RUN, "judge", "{protocol}"),
+    benchmark:
+        layout.benchmark(RUN, "judge", "{protocol}")
     container:
-        CONTAINERS["vllm"] if JUDGE_BACKEND["kind"] == "vllm" else CONTAINERS["train"]
-    threads: 2
+        JUDGE_CONTAINER
+    threads: JUDGE_SHAPE["cpus"]
     resources:
-        mem_mb=JUDGE_RESOURCES.get("mem_mb", 8000),
-        runtime=JUDGE_RESOURCES.get("runtime", 60),
-        gpu=judge_cfg.gpus(config),
+        **res.present(res.as_snakemake(JUDGE_SHAPE)),
     params:
         cfg=lambda w: json_param(judge_cfg.resolve_run(config, w.protocol)),
-        cache=lambda w, output: os.path.join(
-            os.path.dirname(output.labels), "cache.sqlite"
-        ),
-        ground_truth=lambda w, input: (
-            f"--ground-truth {input.ground_truth}" if input.ground_truth else ""
-        ),
+        cache=lambda w: layout.judge_cache(RUN, w.protocol),
+        ground_truth=optional_flag("--ground-truth", "ground_truth"),
     shell:
         "selectlab judge run --sample {input.sample} {params.ground_truth}"
         " --params {params.cfg:q} --gpus {resources.gpu} --cache {params.cache}"
@@ -70,19 +83,19 @@ rule judge:
 # Failed judgments per protocol (counts only, no timings): shown in the report, archived.
 rule judge_failures:
     input:
-        expand(
-            f"{RUN}/judgments/{{protocol}}/summary.csv",
-            protocol=judge_cfg.configured_protocols(config),
-        ),
+        expand(layout.judge_summary(RUN), protocol=PROTOCOLS),
     output:
-        csv=f"{RUN}/tables/judge_failures.csv",
-        md=f"{RUN}/tables/judge_failures.md",
+        csv=layout.table(RUN, JUDGE_FAILURES, "csv"),
+        md=layout.table(RUN, JUDGE_FAILURES, "md"),
     log:
-        f"{LOGS}/judge_failures.log",
+        layout.log(RUN, "judge_failures"),
     container:
         CONTAINERS["cpu"]
+    threads: rule_threads("judge_failures")
+    resources:
+        **rule_resources("judge_failures"),
     params:
-        notes=json_param(judge_notes()),
+        notes=json_param(JUDGE_NOTES),
     shell:
         "selectlab judge failures --summaries {input} --notes {params.notes:q}"
         " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"

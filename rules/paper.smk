@@ -1,21 +1,13 @@
 # `snakemake paper_figures`: every table and figure of the three papers that this configuration
-# regenerates (docs/paper_figures.md maps each to the papers' numbering). Names come from the
-# rules that write them, under the same conditions, so only outputs the config produces appear.
-PAPER_TABLES = (
-    TABLE_NAMES + RATER_TABLES + ["annotation_throughput"] + ANALYSIS.tables()
-)
-PAPER_FIGURES = FIGURE_NAMES + ANALYSIS.figures()
+# regenerates (docs/paper_figures.md maps each to the papers' numbering). The names come from
+# selectlab.report.plan, which the rules that write them read too, so only outputs the config
+# produces appear.
 
 
 rule paper_figures:
     input:
-        tables=expand(
-            f"{RUN}/tables/{{name}}.{{ext}}", name=PAPER_TABLES, ext=["csv", "md"]
-        ),
-        figures=expand(f"{RUN}/figures/{{name}}.png", name=PAPER_FIGURES),
+        tables=expand(layout.table(RUN), name=REPORT.paper_tables(), ext=["csv", "md"]),
+        figures=expand(layout.figure(RUN), name=REPORT.paper_figures()),
         # Meta-rater's learned weights (its Table 10; drawn in figures/metarater_weights.png).
-        weights=[
-            cfg.metarater_weights_path(RUN, search, proxies)
-            for search, proxies in cfg.metarater_fits(config)
-        ],
+        weights=select_cfg.metarater_fit_files(config, RUN),
     localrule: True

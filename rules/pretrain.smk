@@ -1,38 +1,46 @@
 # Pretraining: one Llama-style model per variant, from scratch or from another variant's model.
+# A job's size comes from its model preset (selectlab.train.resolve); a multi-node job runs its
+# command on the batch node, which starts one task per node in the train image
+# (selectlab.train.launch, docs/cluster.md).
+from selectlab.train import launch
+
+PRETRAIN_SHAPE = per_job(lambda w: train_cfg.pretrain_shape(config, w["variant"]))
+# srun does not exist inside the container, so a multi-node command runs on the host...
+PRETRAIN_CONTAINER = lambda w: (
+    None if PRETRAIN_SHAPE(w)["nodes"] > 1 else CONTAINERS["train"]
+)
+# ...and starts one `selectlab pretrain` per node, each in the image (empty on one node).
+PRETRAIN_LAUNCHER = lambda w: launch.node_launcher(
+    PRETRAIN_SHAPE(w),
+    image=CONTAINERS["train"] if USES_APPTAINER else None,
+    apptainer_args=workflow.deployment_settings.apptainer_args,
+    home=os.getcwd(),
+)
 
 
 rule pretrain:
     input:
-        data=f"{RUN}/selections/{{variant}}/train.npy",
-        tokenizer=f"{RUN}/tokenizer",
-        init=init_model,
+        data=layout.packed(RUN),
+        tokenizer=layout.tokenizer(RUN),
+        init=lambda w: train_cfg.init_inputs(config, RUN, w.variant),
     output:
-        model=directory(f"{RUN}/models/{{variant}}/final"),
-        train_log=f"{RUN}/models/{{variant}}/train_log.csv",
+        model=directory(layout.final_model(RUN)),
+        train_log=layout.train_log(RUN),
     log:
-        f"{LOGS}/pretrain/{{variant}}.log",
+        layout.job_log(RUN, "pretrain", "{variant}"),
+    benchmark:
+        layout.benchmark(RUN, "pretrain", "{variant}")
     container:
-        pretrain_container
-    threads: 2
+        PRETRAIN_CONTAINER
+    threads: job_threads(PRETRAIN_SHAPE)
     resources:
-        mem_mb=lambda w: preset_resource(w.variant, "mem_mb", 8000),
-        runtime=lambda w: preset_resource(w.variant, "runtime", 240),
-        nodes=lambda w: pretrain_nodes(w.variant),
-        gpu=lambda w: pretrain_gpu_resources(w.variant)["gpu"],
-        gpu_model=lambda w: pretrain_gpu_resources(w.variant)["gpu_model"],
-        gres=lambda w: pretrain_gpu_resources(w.variant)["gres"],
-        cpus_per_gpu=lambda w: pretrain_gpu_resources(w.variant)["cpus_per_gpu"],
-        tasks=lambda w: pretrain_mpi_resources(w.variant)["tasks"],
-        tasks_per_gpu=lambda w: pretrain_mpi_resources(w.variant)["tasks_per_gpu"],
-        mpi=lambda w: pretrain_mpi_resources(w.variant)["mpi"],
+        **job_resources(PRETRAIN_SHAPE),
     params:
-        cfg=lambda w: json_param(cfg.resolve_pretrain(config, w.variant)),
-        checkpoints=lambda w, output: os.path.join(
-            os.path.dirname(output.model), "checkpoints"
-        ),
-        init=lambda w, input: f"--init-from {input.init}" if input.init else "",
-        launcher=lambda w: pretrain_launcher(w.variant),
-        gpus=lambda w: pretrain_gpu(w.variant),
+        cfg=lambda w: json_param(train_cfg.resolve_pretrain(config, w.variant)),
+        checkpoints=lambda w: layout.checkpoints(RUN, w.variant),
+        init=optional_flag("--init-from", "init"),
+        launcher=PRETRAIN_LAUNCHER,
+        gpus=lambda w: PRETRAIN_SHAPE(w)["gpu"],
     shell:
         "{params.launcher}selectlab pretrain --data {input.data} --tokenizer {input.tokenizer}"
         " {params.init} --params {params.cfg:q} --gpus {params.gpus} --nodes {resources.nodes}"

@@ -1,7 +1,16 @@
 # Raters: per configured rater (qurater, dataman, prrc, fineweb_edu, wanjuan), train on its judge
 # protocol's labels.parquet (or, with `pretrained`, wrap the public classifiers' directories)
-# into raters/{rater}/, loadable with selectlab.raters.load_rater; then the rater tables. A GPU
-# rule at full scale: raters.<rater>.gpu says how many GPUs the training job asks for.
+# into raters/{rater}/, loadable with selectlab.raters.load_rater; then the rater tables. On GPUs
+# at full scale: raters.<rater>.resources says what each training job asks for.
+from selectlab.raters import resolve as raters_cfg
+
+RATERS = raters_cfg.configured_raters(config)
+RATER_TABLES = raters_cfg.table_names(config)
+RATER_SHAPE = per_job(lambda w: raters_cfg.resources(config, w["rater"]))
+# Every configured rater's card and the rater tables.
+RATER_TARGETS = expand(layout.rater_card(RUN), rater=RATERS) + expand(
+    layout.table(RUN, ext="md"), name=RATER_TABLES
+)
 
 
 wildcard_constraints:
@@ -10,29 +19,27 @@ wildcard_constraints:
 
 rule train_rater:
     input:
-        labels=rater_labels,
-        tokenizer=rater_tokenizer,
+        labels=lambda w: raters_cfg.labels_input(config, RUN, w.rater),
+        tokenizer=lambda w: raters_cfg.tokenizer_inputs(config, RUN, w.rater),
     output:
-        model=directory(f"{RUN}/raters/{{rater}}/model"),
-        card=f"{RUN}/raters/{{rater}}/rater_card.json",
-        metrics=f"{RUN}/raters/{{rater}}/metrics.json",
+        model=directory(layout.rater_model(RUN)),
+        card=layout.rater_card(RUN),
+        metrics=layout.rater_metrics(RUN),
     log:
-        f"{LOGS}/train_rater/{{rater}}.log",
+        layout.job_log(RUN, "train_rater", "{rater}"),
+    benchmark:
+        layout.benchmark(RUN, "train_rater", "{rater}")
     container:
         CONTAINERS["train"]
-    threads: 2
+    threads: job_threads(RATER_SHAPE)
     resources:
-        mem_mb=rater_resource("mem_mb"),
-        runtime=rater_resource("runtime"),
-        gpu=rater_resource("gpu"),
+        **job_resources(RATER_SHAPE),
     params:
         cfg=lambda w: json_param(raters_cfg.rater_params(config, w.rater)),
-        notes=json_param(judge_notes()),
+        notes=json_param(JUDGE_NOTES),
         out=parent_dir("card"),
-        labels=lambda w, input: f"--labels {input.labels}" if input.labels else "",
-        tokenizer=lambda w, input: (
-            f"--tokenizer {input.tokenizer}" if input.tokenizer else ""
-        ),
+        labels=optional_flag("--labels", "labels"),
+        tokenizer=optional_flag("--tokenizer", "tokenizer"),
     shell:
         "selectlab raters train --rater {wildcards.rater} --params {params.cfg:q}"
         " {params.labels} {params.tokenizer} --judge-notes {params.notes:q}"
@@ -44,19 +51,16 @@ if RATER_TABLES:
 
     rule rater_tables:
         input:
-            expand(f"{RUN}/raters/{{rater}}/metrics.json", rater=RATERS),
+            expand(layout.rater_metrics(RUN), rater=RATERS),
         output:
-            expand(
-                f"{RUN}/tables/{{name}}.{{ext}}", name=RATER_TABLES, ext=["csv", "md"]
-            ),
+            expand(layout.table(RUN), name=RATER_TABLES, ext=["csv", "md"]),
         log:
-            f"{LOGS}/rater_tables.log",
+            layout.log(RUN, "rater_tables"),
         container:
             CONTAINERS["cpu"]
-        threads: 1
+        threads: rule_threads("rater_tables")
         resources:
-            mem_mb=2000,
-            runtime=10,
+            **rule_resources("rater_tables"),
         params:
             names=RATER_TABLES,
             out=lambda w, output: os.path.dirname(output[0]),

@@ -1,46 +1,35 @@
 # Report: tables, figures, an HTML page, provenance and one archive of everything a reader needs.
-TABLE_NAMES = ["main", "perplexity_by_source", "icl_by_task", "selection_overlap"]
-# Meta-rater's figures show each search fitted on the most proxies any variant uses.
-METARATER_FITS = cfg.metarater_figure_fits(config)
-METARATER_FIGURES = [
-    "metarater_fit",
-    "metarater_weights",
-    "metarater_proxies",
-    "metarater_pca",
-]
-FIGURE_NAMES = ["ppl_vs_icl", "loss_curves", "selection_overlap"] + (
-    METARATER_FIGURES if METARATER_FITS else []
-)
-CAPTION = {"main": "main_table", "selection_overlap": "selection_overlap_table"}
-ENVIRONMENTS = ["cpu", "train"]
+# Which tables and figures exist, and their captions, come from selectlab.report.plan, which
+# `selectlab report` reads too.
+from selectlab.report import plan as report_cfg
+
+REPORT = report_cfg.report_plan(config)
+REPORT_PARAMS = json_param(report_cfg.report_params(config))
 
 
 rule tables:
     input:
-        expand(
-            f"{RUN}/eval/{{variant}}/{{kind}}.json",
-            variant=VARIANTS,
-            kind=["perplexity", "icl"],
-        ),
-        selections=expand(
-            f"{RUN}/selections/{{variant}}/selection.parquet", variant=VARIANTS
-        ),
+        EVAL_RESULTS,
+        selections=expand(layout.selection(RUN), variant=VARIANTS),
     output:
         **{
             f"{name}_csv": report(
-                f"{RUN}/tables/{name}.csv",
-                caption=f"../report/{CAPTION.get(name, name)}.rst",
+                layout.table(RUN, name, "csv"),
+                caption=caption(report_cfg.table_caption(name)),
                 category="Tables",
             )
-            for name in TABLE_NAMES
+            for name in report_cfg.TABLES
         },
-        **{f"{name}_md": f"{RUN}/tables/{name}.md" for name in TABLE_NAMES},
+        **{f"{name}_md": layout.table(RUN, name, "md") for name in report_cfg.TABLES},
     log:
-        f"{LOGS}/tables.log",
+        layout.log(RUN, "tables"),
     container:
         CONTAINERS["cpu"]
+    threads: rule_threads("tables")
+    resources:
+        **rule_resources("tables"),
     params:
-        cfg=json_param(report_params()),
+        cfg=REPORT_PARAMS,
         eval_dir=lambda w, input: os.path.dirname(os.path.dirname(input[0])),
         out_dir=parent_dir("main_csv"),
     shell:
@@ -50,61 +39,67 @@ rule tables:
 
 rule figures:
     input:
-        main=f"{RUN}/tables/main.csv",
-        train_logs=expand(f"{RUN}/models/{{variant}}/train_log.csv", variant=VARIANTS),
-        overlap=f"{RUN}/tables/selection_overlap.csv",
-        fits=[cfg.metarater_weights_path(RUN, s, n) for s, n in METARATER_FITS],
+        main=layout.table(RUN, "main", "csv"),
+        train_logs=expand(layout.train_log(RUN), variant=VARIANTS),
+        overlap=layout.table(RUN, "selection_overlap", "csv"),
+        fits=[
+            layout.metarater_weights(RUN, s, n)
+            for s, n in REPORT.metarater_figure_fits
+        ],
     output:
         **{
             name: report(
-                f"{RUN}/figures/{name}.png",
-                caption=f"../report/{name}.rst",
+                layout.figure(RUN, name),
+                caption=caption(report_cfg.figure_caption(name)),
                 category="Figures",
             )
-            for name in FIGURE_NAMES
+            for name in REPORT.figures()
         },
     log:
-        f"{LOGS}/figures.log",
+        layout.log(RUN, "figures"),
     container:
         CONTAINERS["cpu"]
+    threads: rule_threads("figures")
+    resources:
+        **rule_resources("figures"),
     params:
-        cfg=json_param(report_params()),
+        cfg=REPORT_PARAMS,
         out_dir=parent_dir("ppl_vs_icl"),
-        metarater=json_param(cfg.metarater_report(config)),
-        fits=lambda w, input: f"--fits {input.fits}" if input.fits else "",
+        metarater=json_param(report_cfg.metarater_report(config)),
+        fits=optional_flag("--fits", "fits"),
     shell:
         "selectlab report figures --params {params.cfg:q} --main-table {input.main}"
         " --train-logs {input.train_logs} --overlap {input.overlap} {params.fits}"
         " --metarater {params.metarater:q} --out-dir {params.out_dir} > {log} 2>&1"
 
 
-# The analysis outputs (rules/analysis.smk) follow the results in the report, then the
-# failure counts of the judge (rules/judge.smk).
-REPORT_TABLES = TABLE_NAMES + ANALYSIS.tables() + ["judge_failures"]
-REPORT_FIGURES = FIGURE_NAMES + ANALYSIS.figures()
-
-
 rule html_report:
     input:
-        tables=expand(
-            f"{RUN}/tables/{{name}}.{{ext}}", name=REPORT_TABLES, ext=["csv", "md"]
-        ),
-        figures=expand(f"{RUN}/figures/{{name}}.png", name=REPORT_FIGURES),
-        captions=expand(
-            "report/{name}.rst",
-            name=[CAPTION.get(n, analysis_cfg.caption_stem(n)) for n in REPORT_TABLES]
-            + sorted({analysis_cfg.caption_stem(n) for n in REPORT_FIGURES}),
-        ),
+        tables=expand(layout.table(RUN), name=REPORT.report_tables(), ext=["csv", "md"]),
+        figures=expand(layout.figure(RUN), name=REPORT.report_figures()),
+        captions=[
+            layout.caption(report_cfg.table_caption(name))
+            for name in REPORT.report_tables()
+        ]
+        + [
+            layout.caption(stem)
+            for stem in sorted(
+                {report_cfg.figure_caption(name) for name in REPORT.report_figures()}
+            )
+        ],
     output:
-        f"{RUN}/report/report.html",
+        layout.html_report(RUN),
     log:
-        f"{LOGS}/html_report.log",
+        layout.log(RUN, "html_report"),
     container:
         CONTAINERS["cpu"]
+    threads: rule_threads("html_report")
+    resources:
+        **rule_resources("html_report"),
     params:
         title=f"selectlab results: {config['run']}",
-        tables=REPORT_TABLES,
-        figures=REPORT_FIGURES,
+        tables=REPORT.report_tables(),
+        figures=REPORT.report_figures(),
         tables_dir=lambda w, input: os.path.dirname(input.tables[0]),
         figures_dir=lambda w, input: os.path.dirname(input.figures[0]),
         captions_dir=lambda w, input: os.path.dirname(input.captions[0]),
@@ -116,33 +111,35 @@ rule html_report:
 
 rule environment:
     output:
-        f"{RUN}/provenance/environment-{{env}}.txt",
+        layout.environment(RUN),
     log:
-        f"{LOGS}/environment/{{env}}.log",
+        layout.job_log(RUN, "environment", "{env}"),
     container:
         lambda w: CONTAINERS[w.env]
+    threads: rule_threads("environment")
+    resources:
+        **rule_resources("environment"),
     shell:
         "selectlab report environment --out {output} > {log} 2>&1"
 
 
 rule provenance:
     input:
-        reports=expand(f"{RUN}/corpus/reports/{{shard}}.json", shard=SHARDS),
+        reports=expand(layout.shard_read_report(RUN), shard=SHARDS),
         # The embedded corpus's inputs: packages, versions, checksums.
-        build=(
-            [f"{RUN}/corpus/build_stats.json"]
-            if config["corpus"]["mode"] == "embedded"
-            else []
-        ),
+        build=corpus_cfg.build_stats_inputs(config, RUN),
     output:
-        f"{RUN}/provenance/provenance.json",
+        layout.provenance(RUN),
     log:
-        f"{LOGS}/provenance.log",
+        layout.log(RUN, "provenance"),
     container:
         CONTAINERS["cpu"]
+    threads: rule_threads("provenance")
+    resources:
+        **rule_resources("provenance"),
     params:
         cfg=json_param(config),
-        build=lambda w, input: f"--corpus-build {input.build}" if input.build else "",
+        build=optional_flag("--corpus-build", "build"),
     shell:
         "selectlab report provenance --params {params.cfg:q} --reports {input.reports}"
         " {params.build} --out {output} > {log} 2>&1"
@@ -154,24 +151,23 @@ rule archive:
         rules.figures.output,
         rules.html_report.output,
         rules.provenance.output,
-        f"{RUN}/tables/read_report.csv",
+        layout.read_report(RUN),
         rules.judge_failures.output,
-        expand(f"{RUN}/provenance/environment-{{env}}.txt", env=ENVIRONMENTS),
-        expand(f"{RUN}/selections/{{variant}}/manifest.json", variant=VARIANTS),
-        expand(
-            f"{RUN}/eval/{{variant}}/{{kind}}.json",
-            variant=VARIANTS,
-            kind=["perplexity", "icl"],
-        ),
-        expand(f"{RUN}/models/{{variant}}/train_log.csv", variant=VARIANTS),
-        [cfg.metarater_weights_path(RUN, s, n) for s, n in cfg.metarater_fits(config)],
-        analysis_targets(),
+        expand(layout.environment(RUN), env=report_cfg.ENVIRONMENTS),
+        expand(layout.selection_manifest(RUN), variant=VARIANTS),
+        EVAL_RESULTS,
+        expand(layout.train_log(RUN), variant=VARIANTS),
+        select_cfg.metarater_fit_files(config, RUN),
+        ANALYSIS_TARGETS,
     output:
-        f"{RUN}/archive/selectlab-{config['run']}.tar.gz",
+        layout.archive(RUN),
     log:
-        f"{LOGS}/archive.log",
+        layout.log(RUN, "archive"),
     container:
         CONTAINERS["cpu"]
+    threads: rule_threads("archive")
+    resources:
+        **rule_resources("archive"),
     params:
         run_dir=lambda w, output: os.path.dirname(os.path.dirname(output[0])),
     shell:

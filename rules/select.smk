@@ -2,51 +2,55 @@
 # Selection and packing read every shard, but declare only tables written after all shards
 # (the read report for meta sidecars and tokens, a throughput table per score family): per-shard
 # inputs for every variant and Meta-rater proxy would make planning quadratic at full scale.
+from selectlab.train import resolve as train_cfg
+
+VARIANTS = select_cfg.variant_names(config)
+
+
 rule select:
     input:
-        corpus=f"{RUN}/tables/read_report.csv",
-        scores=selection_sidecars,
-        upstream=selection_upstream,
+        corpus=layout.read_report(RUN),
+        scores=lambda w: select_cfg.score_inputs(config, RUN, w.variant),
+        upstream=lambda w: select_cfg.selection_upstream(config, RUN, w.variant),
     output:
-        selection=f"{RUN}/selections/{{variant}}/selection.parquet",
-        manifest=f"{RUN}/selections/{{variant}}/manifest.json",
+        selection=layout.selection(RUN),
+        manifest=layout.selection_manifest(RUN),
     log:
-        f"{LOGS}/select/{{variant}}.log",
+        layout.job_log(RUN, "select", "{variant}"),
     container:
         CONTAINERS["cpu"]
+    threads: rule_threads("select")
     resources:
-        mem_mb=8000,
-        runtime=120,
+        **rule_resources("select"),
     params:
-        cfg=lambda w: json_param(cfg.resolve_selection(config, w.variant)),
-        attributes_dir=f"{RUN}/attributes",
-        meta=expand(f"{RUN}/attributes/meta/{{shard}}.parquet", shard=SHARDS),
+        cfg=lambda w: json_param(select_cfg.resolve_selection(config, w.variant)),
+        attributes_dir=layout.attributes_dir(RUN),
+        meta=expand(layout.meta_sidecar(RUN), shard=SHARDS),
         out_dir=parent_dir("manifest"),
-        upstream=lambda w, input: (
-            f"--upstream {input.upstream}" if input.upstream else ""
-        ),
+        upstream=optional_flag("--upstream", "upstream"),
     shell:
         "selectlab select run --params {params.cfg:q} --attributes-dir {params.attributes_dir}"
         " --meta {params.meta} {params.upstream} --out-dir {params.out_dir} > {log} 2>&1"
 
 
+# The packed sequences are read by this variant's pretraining only, so they go once it is done.
 rule pack:
     input:
-        selection=f"{RUN}/selections/{{variant}}/selection.parquet",
-        corpus=f"{RUN}/tables/read_report.csv",
-        tokenizer=f"{RUN}/tokenizer",
+        selection=layout.selection(RUN),
+        corpus=layout.read_report(RUN),
+        tokenizer=layout.tokenizer(RUN),
     output:
-        f"{RUN}/selections/{{variant}}/train.npy",
+        temp(layout.packed(RUN)),
     log:
-        f"{LOGS}/pack/{{variant}}.log",
+        layout.job_log(RUN, "pack", "{variant}"),
     container:
         CONTAINERS["cpu"]
+    threads: rule_threads("pack")
     resources:
-        mem_mb=4000,
-        runtime=120,
+        **rule_resources("pack"),
     params:
-        seq_len=lambda w: cfg.resolve_pretrain(config, w.variant)["settings"]["seq_len"],
-        tokens_dir=f"{RUN}/corpus/tokens",
+        seq_len=lambda w: train_cfg.seq_len(config, w.variant),
+        tokens_dir=layout.tokens_dir(RUN),
     shell:
         "selectlab select pack --selection {input.selection} --tokens-dir {params.tokens_dir}"
         " --tokenizer {input.tokenizer} --seq-len {params.seq_len} --out {output} > {log} 2>&1"

@@ -14,9 +14,11 @@ Called by the Snakefile right after schema validation, and by `selectlab config 
 
 from __future__ import annotations
 
+import glob
 import json
 from pathlib import Path
 
+from selectlab import layout
 from selectlab.config_errors import ConfigError, suggestion
 
 META_COLUMNS = ("set_name", "source_detail", "n_chars", "n_tokens", "token_offset")
@@ -205,10 +207,10 @@ def pool_tokens(run_dir: str | Path | None) -> int | None:
     """The pool's size in tokens from its shards' read reports, once tokenisation has run."""
     if run_dir is None:
         return None
-    reports = sorted(Path(run_dir, "corpus", "reports").glob("*.json"))
+    reports = sorted(glob.glob(layout.shard_read_report(str(run_dir), "*")))
     if not reports:
         return None
-    return sum(int(json.loads(path.read_text())["tokens"]) for path in reports)
+    return sum(int(json.loads(Path(path).read_text())["tokens"]) for path in reports)
 
 
 def problems(config: dict, run_dir: str | Path | None = None) -> list[str]:

@@ -36,7 +36,7 @@ from fault_harness import (
     selectlab,
 )
 
-from selectlab.config import slimpajama_shard_groups
+from selectlab.corpus.resolve import slimpajama_shard_groups
 from selectlab.judge.server import Faults
 from selectlab.lifecycle import SUPERVISOR_VARIABLE
 

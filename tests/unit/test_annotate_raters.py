@@ -121,7 +121,7 @@ def write_shard(tmp_path: Path, n_docs: int, seed: int = 3) -> tuple[Path, Path,
 
 @pytest.mark.parametrize("rater", ["qurater", "prrc", "fineweb_edu", "dataman"])
 def test_sidecar_equals_the_loaded_raters_scores(tmp_path, rater_dirs, rater):
-    from selectlab.raters.io import load_rater
+    from selectlab.raters.load import load_rater
 
     shard, meta, texts = write_shard(tmp_path, 23)
     annotator = build_annotator({"kind": "rater", "rater": rater, "forward_batch_size": 8},
@@ -158,7 +158,7 @@ def test_column_types_follow_the_raters_heads(rater_dirs):
 
 
 def test_a_text_the_rater_cannot_read_is_null_with_its_reason(rater_dirs):
-    from selectlab.raters.io import load_rater
+    from selectlab.raters.load import load_rater
 
     rater = load_rater(rater_dirs["prrc"])
     schema = sidecar_schema("prrc", rater.columns)

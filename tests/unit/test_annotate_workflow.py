@@ -50,7 +50,8 @@ def test_a_local_reference_model_needs_no_conversion_and_may_use_a_gpu(config):
                                                   "resources": {"gpu": 1, "mem_mb": 64000}}
     assert not resolve.needs_reference_lm(changed)
     assert resolve.fitted_inputs(changed, RUN, "refppl") == []
-    assert resolve.resources(changed, "refppl") == {"gpu": 1, "mem_mb": 64000, "runtime": 240}
+    assert resolve.resources(changed, "refppl") == {"gpu": 1, "cpus": 2, "mem_mb": 64000,
+                                                    "runtime": 240, "nodes": 1}
     annotator = build_annotator(resolve.resolve_family(changed, "refppl"), [], gpus=1)
     assert annotator.model_dir == "/models/llama-2-7b" and annotator.gpus == 1
 

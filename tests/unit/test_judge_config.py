@@ -75,12 +75,13 @@ def test_resolved_params_hold_only_what_each_job_uses(config):
 
 
 def test_gpus_only_for_local_model_backends(config):
-    config["judge"]["resources"] = {"gpus": 4}
-    assert resolve.gpus(config) == 0  # simulated
+    config["judge"]["resources"] = {"gpu": 4, "mem_mb": 64000}
+    assert resolve.job_shape_of_judge(config)["gpu"] == 0  # simulated
     config["judge"]["backend"] = {"kind": "vllm", "model": "/m"}
-    assert resolve.gpus(config) == 4
+    assert resolve.job_shape_of_judge(config) == {"gpu": 4, "cpus": 2, "mem_mb": 64000,
+                                                  "runtime": 60, "nodes": 1}
     config["judge"]["backend"] = {"kind": "openai", "model": "m", "base_url": "http://x/v1"}
-    assert resolve.gpus(config) == 0
+    assert resolve.job_shape_of_judge(config)["gpu"] == 0
 
 
 def test_candidate_shards_spread_over_the_pool():

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from selectlab import config as cfg
+from selectlab.report import plan as report_plan
+from selectlab.selection import resolve as cfg
 from selectlab.selection.metarater import (
     FitSettings,
     ProxyResult,
@@ -22,6 +23,7 @@ from selectlab.selection.metarater import (
 )
 from selectlab.selection.run import SelectionSpec, select_variant
 from selectlab.selection.synthetic import write_synthetic_sidecars
+from selectlab.train.resolve import resolve_pretrain
 
 SHARDS = ["s0", "s1"]
 DOCS = 1500
@@ -159,7 +161,7 @@ def test_proxies_are_variants_with_their_own_weights_preset_and_budget(config):
     selection = cfg.resolve_selection(config, "all__proxy003")
     assert selection["method"] == "weighted_topk" and selection["budget_tokens"] == 500
     assert selection["params"]["weights"] == proxy_weights(7, 3, 3, 1.0)
-    assert cfg.resolve_pretrain(config, "all__proxy003")["preset_name"] == "small"
+    assert resolve_pretrain(config, "all__proxy003")["preset_name"] == "small"
     assert cfg.selection_raters(config, "all__proxy003") == ["dsir", "prrc", "signals"]
     assert cfg.proxy_names(config, "all", 16) == names[:16]
     with pytest.raises(ValueError, match="has 32 proxies, not 33"):
@@ -179,8 +181,9 @@ def test_metarater_variants_read_their_search_and_fitted_weights(config):
     assert cfg.selection_upstream(config, "r", "curr") == ["r/selections/uniform/selection.parquet"]
     assert cfg.selection_upstream(config, "r", "uniform") == []
     assert cfg.metarater_fits(config) == [("all", 16), ("all", 32)]
-    assert cfg.metarater_figure_fits(config) == [("all", 32)]
-    assert cfg.metarater_report(config)["variants"] == [["all", 16, "MR 16"], ["all", 32, "mr"]]
+    assert report_plan.metarater_figure_fits(config) == [("all", 32)]
+    assert report_plan.metarater_report(config)["variants"] == [["all", 16, "MR 16"],
+                                                                ["all", 32, "mr"]]
     fit = cfg.resolve_metarater_fit(config, "all", 16)
     assert fit["proxies_used"] == 16 and fit["seed"] == 7 and fit["regressor"]["objective"] == "l1"
     assert FitSettings.from_dict(fit).regressor.objective == "l1"

@@ -19,7 +19,8 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from selectlab import config as cfg
+from selectlab.config import load_config
+from selectlab.selection import resolve as cfg
 
 REPO = Path(__file__).resolve().parents[2]
 TRAIN_FILES, GROUP_SIZE = 6, 2  # three shards
@@ -94,7 +95,9 @@ def plan(tmp_path_factory) -> SimpleNamespace:
          "--profile", str(REPO / "profiles" / "slurm"), "--configfile", str(tmp / "config.yaml")],
         cwd=tmp, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
-    return SimpleNamespace(config=config, jobs=parse_jobs(result.stdout + result.stderr))
+    # The config as the workflow saw it: variant grids expanded.
+    return SimpleNamespace(config=load_config(tmp / "config.yaml"),
+                           jobs=parse_jobs(result.stdout + result.stderr))
 
 
 def per_variant(plan, rule: str) -> Counter:
@@ -166,7 +169,7 @@ def test_no_job_uses_the_simulated_judge(plan):
                                                                    "qurating"]
     for job in judges:
         assert '"kind":"vllm"' in job.shell and "--ground-truth" not in job.shell
-        assert job.resources["gpu"] == plan.config["judge"]["resources"]["gpus"]
+        assert job.resources["gpu"] == plan.config["judge"]["resources"]["gpu"]
     assert not any("simulated" in job.shell for job in plan.jobs)
     assert not any(job.rule == "build_corpus" for job in plan.jobs)
 

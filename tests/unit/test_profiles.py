@@ -21,19 +21,19 @@ from snakemake_executor_plugin_slurm.partitions import get_best_partition, read_
 from snakemake_executor_plugin_slurm.submit_string import get_submit_command
 from snakemake_executor_plugin_slurm.utils import set_gres_string
 
-from selectlab.commands.pretrain import launch_command
-from selectlab.config import resolve_pretrain
+from selectlab.train.launch import torchrun_command
+from selectlab.train.resolve import resolve_pretrain
 
 REPO = Path(__file__).resolve().parents[2]
 PROFILES = REPO / "profiles"
 PRESETS = {
     "proxy18m": {"hidden_size": 256, "num_layers": 2, "num_heads": 4,
-                 "resources": {"gpu": 1, "cpus_per_gpu": 4, "mem_mb": 16000, "runtime": 60}},
+                 "resources": {"gpu": 1, "cpus": 4, "mem_mb": 16000, "runtime": 60}},
     "llama1b3": {"hidden_size": 2048, "num_layers": 24, "num_heads": 16, "fsdp": True,
-                 "resources": {"gpu": 8, "gpu_model": "a100", "cpus_per_gpu": 8,
+                 "resources": {"gpu": 8, "gpu_model": "a100", "cpus": 64,
                                "mem_mb": 480000, "runtime": 2880}},
     "llama7b": {"hidden_size": 4096, "num_layers": 32, "num_heads": 32, "num_kv_heads": 8,
-                "fsdp": True, "resources": {"gpu": 8, "gpu_model": "h100", "cpus_per_gpu": 12,
+                "fsdp": True, "resources": {"gpu": 8, "gpu_model": "h100", "cpus": 96,
                                             "mem_mb": 960000, "runtime": 4320, "nodes": 4}},
 }
 VARIANT_PRESET = {"proxy": "proxy18m", "big": "llama1b3", "huge": "llama7b"}
@@ -130,13 +130,12 @@ def test_slurm_profile_submits_to_slurm_in_apptainer_with_gpus_and_retries():
     assert any(gpus.values()) and not all(gpus.values())
 
 
-def test_workflow_profile_never_shadows_a_key_of_the_execution_profiles():
-    # Snakemake lets profiles/default win key by key over --profile: a `default-resources`
-    # there would silently drop the slurm profile's, partition and account included.
-    shared = set(profile("default"))
-    assert shared == {"set-resources"}
+def test_no_profile_sizes_a_rule():
+    # Every rule is sized by the workflow (config/schema/resources.schema.yaml and the stage
+    # sections); a workflow profile (profiles/default) would win key by key over --profile.
+    assert not (PROFILES / "default").exists()
     for name in ("slurm", "local"):
-        assert not shared & set(profile(name)), name
+        assert "set-resources" not in profile(name), name
 
 
 def test_local_profile_runs_on_this_machine_without_containers():
@@ -167,7 +166,7 @@ def test_sbatch_options_per_job(planned):
         job = next(job for (name, _), job in planned.items() if name == rule)
         call, partition = sbatch(job)
         assert partition == "cpu" and "--gpus" not in call and "--gres" not in call
-    # Rules that do not size themselves get their size from profiles/default.
+    # Rules of fixed size take it from the schema's default for the rule.
     assert "--mem 2000 " in sbatch(planned[("tables", "")])[0]
 
 
@@ -199,24 +198,24 @@ def test_resizing_a_job_does_not_change_the_models_parameters():
 
 def test_launcher_uses_torchrun_on_every_gpu_of_a_node():
     argv = ["pretrain", "--gpus", "4"]
-    assert launch_command(argv, gpus=1, nodes=1, env={}) is None
-    assert launch_command(argv, gpus=4, nodes=1, env={"LOCAL_RANK": "0"}) is None
-    assert launch_command(argv, gpus=4, nodes=1, env={}) == [
+    assert torchrun_command(argv, gpus=1, nodes=1, env={}) is None
+    assert torchrun_command(argv, gpus=4, nodes=1, env={"LOCAL_RANK": "0"}) is None
+    assert torchrun_command(argv, gpus=4, nodes=1, env={}) == [
         "torchrun", "--standalone", "--nproc-per-node=4", "-m", "selectlab.cli", *argv]
     env = {"SLURM_LAUNCH_NODE_IPADDR": "10.0.0.7", "SLURM_JOB_ID": "123456"}
-    command = launch_command(argv, gpus=8, nodes=4, env=env)
+    command = torchrun_command(argv, gpus=8, nodes=4, env=env)
     assert command[:3] == ["torchrun", "--nnodes=4", "--nproc-per-node=8"]
     assert "--rdzv-backend=c10d" in command and "--rdzv-id=123456" in command
     assert "--rdzv-endpoint=10.0.0.7:23456" in command
     with pytest.raises(ValueError, match="srun"):
-        launch_command(argv, gpus=8, nodes=4, env={})
+        torchrun_command(argv, gpus=8, nodes=4, env={})
 
 
 @pytest.mark.parametrize("resources, valid", [
-    ({"gpu": 8, "cpus_per_gpu": 12, "nodes": 4}, True),
+    ({"gpu": 8, "cpus": 96, "nodes": 4}, True),
     ({"gpu": 0, "nodes": 1}, True),
-    ({"gpu": 8, "nodes": 4}, False),          # multi-node needs cpus_per_gpu for the launcher
-    ({"cpus_per_gpu": 4, "nodes": 2}, False),  # and GPUs on every node
+    ({"gpu": 8, "nodes": 4}, False),   # multi-node needs cpus for the launcher
+    ({"cpus": 4, "nodes": 2}, False),  # and GPUs on every node
     ({"gpu": 1, "gpu_model": "'a100'"}, False),
     ({"gpus": 1}, False),
 ])

@@ -12,7 +12,7 @@ import torch
 
 from selectlab.judge import dataman
 from selectlab.raters import dataman_generative as gen
-from selectlab.raters.io import load_rater
+from selectlab.raters.load import load_rater
 from selectlab.raters.pointwise import upsample_low_scores
 
 

@@ -11,7 +11,8 @@ import torch
 
 from selectlab.judge import dataman, prrc, wanjuan
 from selectlab.raters.build import train_head_rater
-from selectlab.raters.io import NO_TOKENS, load_rater
+from selectlab.raters.io import NO_TOKENS
+from selectlab.raters.load import load_rater
 from selectlab.raters.pretrained import wrap_pretrained
 
 TINY = {"backbone": "random_encoder", "train_backbone": False, "window": 16, "pool_layers": [-1],

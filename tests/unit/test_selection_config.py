@@ -11,7 +11,9 @@ import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from selectlab import config as cfg
+from selectlab import config as cfg_loader
+from selectlab.selection import resolve as cfg
+from selectlab.train import resolve as train
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = str(REPO / "config" / "schema" / "config.schema.yaml")
@@ -21,22 +23,23 @@ CONFIGS = {name: REPO / path for name, path in
 
 
 def load(name: str) -> dict:
-    return yaml.safe_load(CONFIGS[name].read_text())
+    """A shipped config with its variant grids expanded, as the workflow sees it."""
+    return cfg_loader.load_config(CONFIGS[name])
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_shipped_configs_validate_and_every_variant_resolves(name):
+    validate(yaml.safe_load(CONFIGS[name].read_text()), SCHEMA)
     config = load(name)
-    validate(config, SCHEMA)
     proxies = [name for search in cfg.metarater_searches(config)
                for name in cfg.proxy_names(config, search)[:3]]
     names = list(config["variants"]) + proxies
     for variant in names:
         selection = cfg.resolve_selection(config, variant)
         assert selection["budget_tokens"] > 0
-        cfg.resolve_pretrain(config, variant)
+        train.resolve_pretrain(config, variant)
         cfg.selection_raters(config, variant)
-        for parent in [cfg.init_variant(config, variant)]:
+        for parent in [train.init_variant(config, variant)]:
             assert parent is None or parent in config["variants"]
     for search, proxies in cfg.metarater_fits(config):
         assert cfg.resolve_metarater_fit(config, search, proxies)["proxies_used"] == proxies

@@ -134,7 +134,8 @@ class GenerativeDataManAnnotator(RaterAnnotator):
 
     def setup(self) -> None:
         from selectlab.raters.dataman_generative import parse_target
-        from selectlab.raters.io import load_rater, read_card
+        from selectlab.raters.io import read_card
+        from selectlab.raters.load import load_rater
 
         card = read_card(self.rater_dir)
         check_card(card, "dataman", self.rater_dir)

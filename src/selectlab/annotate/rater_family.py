@@ -1,7 +1,7 @@
 """Model-rater families: a trained (or wrapped public) rater scores every document of a shard.
 
 The rater is the directory `raters/{rater}/` that `train_rater` wrote, loaded with
-`selectlab.raters.io.load_rater`; its `score(texts)` gives the columns of the rater's sidecar
+`selectlab.raters.load.load_rater`; its `score(texts)` gives the columns of the rater's sidecar
 family (docs/layout.md) and `missing_reason`. This family writes exactly those columns. The
 rater reads long documents in chunks and batches the chunks by length itself, so the runner's
 batches go to it whole.
@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from selectlab import layout
 from selectlab.annotate.base import MISSING_REASON, Annotator
 from selectlab.shards import Document
 
@@ -31,7 +32,7 @@ GENERATIVE = "generative"
 
 def rater_dir_inputs(run_dir: str, rater: str) -> list[str]:
     """What `train_rater` writes for a rater: its card first, then its model directory."""
-    return [f"{run_dir}/raters/{rater}/rater_card.json", f"{run_dir}/raters/{rater}/model"]
+    return [layout.rater_card(run_dir, rater), layout.rater_model(run_dir, rater)]
 
 
 def rater_dir_of(fitted: Sequence[str]) -> Path:
@@ -97,7 +98,9 @@ class RaterAnnotator(Annotator):
         self._schema: pa.Schema | None = None
 
     def setup(self) -> None:
-        from selectlab.raters.io import load_rater, read_card, select_device
+        from selectlab.devices import select_device
+        from selectlab.raters.io import read_card
+        from selectlab.raters.load import load_rater
 
         card = read_card(self.rater_dir)
         check_card(card, self.rater_name, self.rater_dir)

@@ -8,6 +8,7 @@ torch at import time: the workflow imports this table while it builds the DAG.
 
 from __future__ import annotations
 
+from selectlab import layout
 from selectlab.annotate.base import Annotator, FamilyKind
 from selectlab.annotate.dataman_generation import GenerativeDataManAnnotator, RetryPolicy
 from selectlab.annotate.dsir import DsirAnnotator
@@ -15,12 +16,6 @@ from selectlab.annotate.embedding import MINILM, MINILM_LABEL, EmbeddingAnnotato
 from selectlab.annotate.rater_family import RaterAnnotator, rater_dir_inputs, rater_dir_of
 from selectlab.annotate.refppl import SMOLLM2_GGUF, SMOLLM2_LABEL, ReferenceLMAnnotator
 from selectlab.annotate.signals import SignalsAnnotator
-
-REFERENCE_LM_DIR = "raters/reference_lm"
-
-
-def dsir_model_path(run_dir: str, name: str) -> str:
-    return f"{run_dir}/raters/{name}/model.npz"
 
 
 def build_signals(params: dict, fitted: list[str], gpus: int) -> Annotator:
@@ -32,7 +27,7 @@ def build_dsir(params: dict, fitted: list[str], gpus: int) -> Annotator:
 
 
 def dsir_fitted(run_dir: str, name: str, params: dict) -> list[str]:
-    return [dsir_model_path(run_dir, name)]
+    return [layout.dsir_model(run_dir, name)]
 
 
 def model_settings(params: dict, gpus: int) -> dict:
@@ -50,7 +45,7 @@ def build_refppl(params: dict, fitted: list[str], gpus: int) -> Annotator:
 
 
 def refppl_fitted(run_dir: str, name: str, params: dict) -> list[str]:
-    return [f"{run_dir}/{REFERENCE_LM_DIR}"] if params["model"] == SMOLLM2_GGUF else []
+    return [layout.reference_lm(run_dir)] if params["model"] == SMOLLM2_GGUF else []
 
 
 def build_embedding(params: dict, fitted: list[str], gpus: int) -> Annotator:

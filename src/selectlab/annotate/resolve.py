@@ -1,6 +1,6 @@
 """Resolving the validated `annotate:` config section into what one annotation job needs.
 
-Plain dict functions used by the workflow (rules/annotate.smk, rules/common.smk) and by hand.
+Plain dict functions used by the workflow (rules/annotate.smk) and by hand.
 A family's resolved params exclude its `resources`, so changing a job's memory or GPU request
 never reruns it, while changing anything that affects its scores does.
 """
@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from selectlab import layout
 from selectlab.annotate.dsir_sources import is_heldout, sample_shards, target_files
 from selectlab.annotate.refppl import SMOLLM2_GGUF
-from selectlab.annotate.registry import REFERENCE_LM_DIR, family_kind
-
-RULE_RESOURCES = {"mem_mb": 4000, "runtime": 60}
-MODEL_RESOURCES = {"mem_mb": 8000, "runtime": 240}
+from selectlab.annotate.registry import family_kind
+from selectlab.resources import job_shape, schema_default
 
 
 def family_names(config: dict) -> list[str]:
@@ -47,15 +46,12 @@ def uses_model(config: dict, name: str) -> bool:
 
 
 def resources(config: dict, name: str) -> dict:
-    """gpu, mem_mb and runtime of one family's annotation jobs (the schema gives `gpu` to model
-    families only)."""
+    """The shape of one family's annotation jobs: its `resources` over the schema's default for
+    its kind (model families: two cores and a GPU when asked; rule-based: one core)."""
     family = family_config(config, name)
-    kind = family_kind(family["kind"])
-    asked = family.get("resources", {})
-    defaults = MODEL_RESOURCES if kind.uses_model else RULE_RESOURCES
-    return {"gpu": int(asked.get("gpu", 0)),
-            "mem_mb": int(asked.get("mem_mb", defaults["mem_mb"])),
-            "runtime": int(asked.get("runtime", defaults["runtime"]))}
+    default = "model_resources" if family_kind(family["kind"]).uses_model else "rule_resources"
+    return job_shape(schema_default("annotate.schema.yaml", "$defs", default),
+                     family.get("resources"))
 
 
 def families_of_kind(config: dict, kind: str) -> list[str]:
@@ -67,10 +63,6 @@ def needs_reference_lm(config: dict) -> bool:
     """Whether any family scores with the offline SmolLM2 that `prepare_reference_lm` converts."""
     return any(resolve_family(config, name)["model"] == SMOLLM2_GGUF
                for name in families_of_kind(config, "refppl"))
-
-
-def reference_lm_dir(run_dir: str) -> str:
-    return f"{run_dir}/{REFERENCE_LM_DIR}"
 
 
 def dsir_seed(config: dict, name: str) -> int:
@@ -90,8 +82,19 @@ def dsir_raw_shards(config: dict, name: str, shards: Sequence[str]) -> list[str]
     return sample_shards(shards, family.get("raw_sample_shards"), dsir_seed(config, name))
 
 
+def dsir_shard_files(config: dict, name: str,
+                     shard_files: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The raw files of the shards a DSIR family samples its raw distribution from."""
+    return {shard: shard_files[shard] for shard in dsir_raw_shards(config, name, list(shard_files))}
+
+
 def dsir_uses_heldout(config: dict, name: str) -> bool:
     return any(is_heldout(spec) for spec in family_config(config, name)["targets"].values())
+
+
+def dsir_heldout_inputs(config: dict, root: str, name: str) -> list[str]:
+    """The held-out validation split, when a DSIR target is one of its sources."""
+    return [layout.heldout(root, "validation")] if dsir_uses_heldout(config, name) else []
 
 
 def dsir_target_files(config: dict, name: str) -> list[str]:

@@ -68,8 +68,6 @@ LETTER = re.compile(r"[^\W\d_]")  # a word character that is neither a digit nor
 TERMINAL_MARKS = (".", "!", "?", '"')
 
 COUNT_COLUMNS = ("doc_word_count", "doc_num_sentences")
-WORD_COLUMNS = ("doc_mean_word_length", "doc_frac_unique_words", "doc_unigram_entropy",
-                "doc_frac_chars_top_2gram", "doc_frac_chars_top_3gram")
 LINE_COLUMNS = ("lines_uppercase_letter_fraction", "lines_numerical_chars_fraction",
                 "lines_ending_with_terminal_punctuation_mark")
 SIGNAL_COLUMNS = ("doc_word_count", "doc_num_sentences", "doc_mean_word_length",

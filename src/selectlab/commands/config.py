@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from selectlab.commands import add_action
+
+# Beside config.schema.yaml: what each variant a grid produces must be.
+VARIANT_SET_SCHEMA = "variant_set.schema.yaml"
 
 
 def check(args) -> dict:
-    from selectlab.config import load_config
+    import yaml
+
     from selectlab.config_errors import check_schema
     from selectlab.crossref import check_config
+    from selectlab.selection.grids import expand_variants, grid_variants
 
-    config = load_config(args.configfile)
+    # The checks the Snakefile makes, in its order: the file as written against the schema,
+    # the variants its grids produce, then the names and sizes the expanded config refers to.
+    with open(args.configfile) as handle:
+        config = yaml.safe_load(handle)
     check_schema(config, args.schema)
+    check_schema(grid_variants(config["variants"]), Path(args.schema).parent / VARIANT_SET_SCHEMA)
+    config["variants"] = expand_variants(config["variants"])
     check_config(config, args.run_dir)
     return {"config": args.configfile, "problems": 0}
 

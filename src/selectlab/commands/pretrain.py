@@ -1,4 +1,5 @@
-"""`selectlab pretrain`: train one variant's model; relaunches itself under torchrun for >1 GPU."""
+"""`selectlab pretrain`: train one variant's model; relaunches itself under torchrun for >1 GPU
+(selectlab.train.launch)."""
 
 from __future__ import annotations
 
@@ -8,54 +9,13 @@ import sys
 
 from selectlab.commands import json_arg
 from selectlab.devices import visible_devices
+from selectlab.train.launch import torchrun_command
 
 log = logging.getLogger(__name__)
 
-# The c10d store listens on the first node; a port derived from the job id keeps two multi-node
-# jobs that happen to share a first node from colliding.
-RDZV_PORT_BASE = 20000
-RDZV_PORT_SPAN = 10000
-
-
-def rendezvous_endpoint(env: dict) -> str:
-    """host:port of the c10d store, on the node `srun` was started from (the batch node)."""
-    host = env.get("MASTER_ADDR") or env.get("SLURM_LAUNCH_NODE_IPADDR")
-    if not host:
-        raise ValueError("multi-node pretraining must run as one `srun` task per node (the "
-                         "pretrain rule starts it so); neither MASTER_ADDR nor "
-                         "SLURM_LAUNCH_NODE_IPADDR is set")
-    port = env.get("MASTER_PORT")
-    if not port:
-        job = int(env.get("SLURM_JOB_ID", "0") or 0)
-        port = str(RDZV_PORT_BASE + job % RDZV_PORT_SPAN)
-    return f"{host}:{port}"
-
-
-def launch_command(argv: list[str], gpus: int, nodes: int,
-                   env: dict | None = None) -> list[str] | None:
-    """The torchrun command that reruns this one on every GPU of this node, or None.
-
-    `gpus` counts GPUs per node. On one node torchrun runs standalone (a free local port, so
-    two multi-GPU jobs on one machine do not clash). On several nodes the workflow has already
-    started one copy of this command per node with `srun` (outside the container: there is no
-    `srun` inside it), and the copies meet through torchrun's c10d rendezvous.
-    """
-    env = os.environ if env is None else env
-    if "LOCAL_RANK" in env or (gpus <= 1 and nodes <= 1):
-        return None
-    if nodes <= 1:
-        return ["torchrun", "--standalone", f"--nproc-per-node={gpus}",
-                "-m", "selectlab.cli", *argv]
-    if gpus < 1:
-        raise ValueError("multi-node pretraining needs at least one GPU per node")
-    return ["torchrun", f"--nnodes={nodes}", f"--nproc-per-node={gpus}",
-            "--rdzv-backend=c10d", f"--rdzv-endpoint={rendezvous_endpoint(env)}",
-            f"--rdzv-id={env.get('SLURM_JOB_ID', 'selectlab')}",
-            "-m", "selectlab.cli", *argv]
-
 
 def run(args) -> dict | None:
-    command = launch_command(sys.argv[1:], args.gpus, args.nodes)
+    command = torchrun_command(sys.argv[1:], args.gpus, args.nodes, dict(os.environ))
     log.info(visible_devices())
     if command is not None:
         log.info("relaunching: %s", " ".join(command[:6]))

@@ -6,14 +6,10 @@ import json
 from pathlib import Path
 
 from selectlab.commands import add_action, json_arg
-
-TABLES = ("main", "perplexity_by_source", "icl_by_task", "selection_overlap")
-FIGURES = ("ppl_vs_icl", "loss_curves", "selection_overlap")
-METARATER_FIGURES = ("metarater_fit", "metarater_weights", "metarater_proxies", "metarater_pca")
+from selectlab.report.plan import FIGURES, METARATER_FIGURES, TABLES, config_order
 
 
 def tables(args) -> dict:
-    from selectlab.config import config_order
     from selectlab.report import tables as t
     from selectlab.report.table_files import write_table
 
@@ -65,7 +61,6 @@ def metarater_figures(args, main, out: Path) -> list[str]:
 def figures(args) -> dict:
     import pandas as pd
 
-    from selectlab.config import config_order
     from selectlab.report.figures import plot_loss_curves, plot_ppl_vs_icl
 
     p = args.params | {"descriptions": config_order(args.params["descriptions"])}
@@ -85,33 +80,17 @@ def figures(args) -> dict:
 
 
 def html(args) -> dict:
-    from selectlab.analysis.plan import caption_stem, heading
     from selectlab.report.html import ReportSection, render_html_report, table_section
+    from selectlab.report.plan import figure_caption, heading, table_caption
 
     tables_dir, figures_dir, captions = (Path(args.tables_dir), Path(args.figures_dir),
                                          Path(args.captions_dir))
-    headings = {"main": "Main results", "perplexity_by_source": "Perplexity by source",
-                "icl_by_task": "In-context learning by task",
-                "ppl_vs_icl": "Perplexity vs in-context learning",
-                "loss_curves": "Training loss",
-                "selection_overlap": "Selection overlap",
-                "metarater_fit": "Meta-rater: predicted vs actual proxy loss",
-                "metarater_weights": "Meta-rater: learned weights",
-                "metarater_proxies": "Meta-rater: downstream score vs number of proxies",
-                "metarater_pca": "Meta-rater: proxy weights and loss landscape",
-                "judge_failures": "Judge: failed judgments per protocol"}
-    caption_name = {"main": "main_table", "selection_overlap": "selection_overlap_table"}
-
-    def title(name: str) -> str:
-        # The analysis outputs (selectlab.analysis) name their own headings and captions.
-        return headings[name] if name in headings else heading(name)
-
     sections = [
-        table_section(title(name), tables_dir / f"{name}.csv", tables_dir / f"{name}.md",
-                      captions / f"{caption_name.get(name, caption_stem(name))}.rst")
+        table_section(heading(name), tables_dir / f"{name}.csv", tables_dir / f"{name}.md",
+                      captions / f"{table_caption(name)}.rst")
         for name in (args.tables or TABLES)
     ] + [
-        ReportSection(title(name), caption_file=captions / f"{caption_stem(name)}.rst",
+        ReportSection(heading(name), caption_file=captions / f"{figure_caption(name)}.rst",
                       figure_png=figures_dir / f"{name}.png")
         for name in (args.figures or FIGURES)
     ]

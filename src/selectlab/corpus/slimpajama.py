@@ -1,10 +1,10 @@
 """Full-scale corpus: SlimPajama files on disk, read through the same validating reader.
 
 SlimPajama ships as `{split}/chunk{1..10}/example_{split}_{k}.jsonl.zst` with records
-`{"text", "meta": {"redpajama_set_name"}}`. Training files are consumed in place (grouped into
-shards by `selectlab.config.slimpajama_shard_groups`); the validation and test splits are sampled
-per source into `corpus/heldout/{split}.jsonl.zst` so that evaluation reads the same layout in
-both corpus modes.
+`{"text", "meta": {"redpajama_set_name"}}`. Training files are consumed in place (grouped
+into shards by `selectlab.corpus.resolve.slimpajama_shard_groups`); the validation and test
+splits are sampled per source into `corpus/heldout/{split}.jsonl.zst` so that evaluation reads
+the same layout in both corpus modes.
 """
 
 from __future__ import annotations

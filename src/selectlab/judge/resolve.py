@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from selectlab import layout
+from selectlab.resources import job_shape, schema_default
+
 PROTOCOL_NAMES = ("qurating", "dataman", "prrc", "fineweb_edu", "wanjuan")
 LOCAL_MODEL_KINDS = ("transformers", "vllm")
 DEFAULT_MAX_FAILURE_RATE = 0.05
@@ -60,12 +63,20 @@ def is_simulated(config: dict) -> bool:
     return config["judge"]["backend"]["kind"] == "simulated"
 
 
-def gpus(config: dict) -> int:
-    """GPUs the judge job asks for: only local-model backends use them."""
+def job_shape_of_judge(config: dict) -> dict:
+    """The judge job's size: `judge.resources` over the schema's default; only local-model
+    backends (transformers, vLLM: tensor parallel over `gpu`) ask for GPUs."""
     judge = config["judge"]
+    shape = job_shape(schema_default("judge.schema.yaml", "$defs", "resources"),
+                      judge.get("resources"))
     if judge["backend"]["kind"] not in LOCAL_MODEL_KINDS:
-        return 0
-    return int(judge.get("resources", {}).get("gpus", 0))
+        shape["gpu"] = 0
+    return shape
+
+
+def ground_truth_inputs(config: dict, root: str) -> list[str]:
+    """The corpus's recorded damage: read by the simulated judge only."""
+    return [layout.ground_truth(root)] if is_simulated(config) else []
 
 
 def notes(config: dict) -> list[str]:

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from selectlab.devices import select_device
 from selectlab.raters import pointwise, qurater
 from selectlab.raters.backbone import BackboneSpec, RandomEncoderShape, load_backbone
 from selectlab.raters.heads import RaterHeads, sidecar_values
@@ -28,7 +29,6 @@ from selectlab.raters.io import (
     heads_record,
     metrics_record,
     save_head_rater,
-    select_device,
 )
 from selectlab.raters.spec import PROTOCOL, heads
 from selectlab.raters.train import TrainSettings, fit_frozen, fit_full

@@ -230,8 +230,9 @@ def train_generative(labels_path: str | Path, params: dict, out_dir: str | Path,
     """Fine-tune, save as a rater directory, evaluate on held-out documents; metrics record."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from selectlab.devices import select_device
     from selectlab.raters.build import split_documents
-    from selectlab.raters.io import metrics_record, select_device
+    from selectlab.raters.io import metrics_record
 
     version = params["version"]
     rater_heads = version_heads(version)

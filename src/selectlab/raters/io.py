@@ -1,4 +1,4 @@
-"""Saved raters: one directory, one card, one call to load (`load_rater`).
+"""Saved raters: one directory, one card (`selectlab.raters.load.load_rater` loads any kind).
 
     raters/{rater}/rater_card.json   what it is: kind, rater, columns, heads, backbone, window,
                                      training data size, held-out metrics, config hash, judge
@@ -6,12 +6,12 @@
                                      is the rater's own (random-init or fine-tuned); a frozen
                                      public backbone (MiniLM, a local path) is only named
 
-`load_rater(dir).score(texts)` returns the sidecar columns of the rater's family
-(docs/layout.md) plus `missing_reason`, one value per text in input order: floats for scores and
-probabilities (NaN when missing), pandas nullable Int64 for class labels, strings (None when
-missing) for the DataMan domain and status. A text without a single token is not scored; its
-`missing_reason` says so. Three kinds of rater share this interface: trained heads on a
-backbone (`heads`, this module), a wrapped public classifier (`pretrained_classifier`,
+`load_rater(dir).score(texts)` (selectlab.raters.load) returns the sidecar columns of the rater's
+family (docs/layout.md) plus `missing_reason`, one value per text in input order: floats for
+scores and probabilities (NaN when missing), pandas nullable Int64 for class labels, strings
+(None when missing) for the DataMan domain and status. A text without a single token is not
+scored; its `missing_reason` says so. Three kinds of rater share this interface: trained heads
+on a backbone (`heads`, this module), a wrapped public classifier (`pretrained_classifier`,
 pretrained.py), a fine-tuned generative DataMan (`generative`, dataman_generative.py).
 """
 
@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from selectlab.devices import select_device
+from selectlab.layout import RATER_MODEL
 from selectlab.raters.backbone import Backbone, BackboneSpec, RandomEncoderShape, load_backbone
 from selectlab.raters.heads import RaterHeads, sidecar_values
 from selectlab.raters.resolve import CARD_FILE
@@ -39,7 +39,7 @@ from selectlab.raters.spec import (
     sidecar_columns,
 )
 
-MODEL_DIR = "model"
+MODEL_DIR = RATER_MODEL
 HEADS_FILE = "heads.safetensors"
 BACKBONE_DIR = "backbone"
 FORMAT_VERSION = 1
@@ -205,22 +205,3 @@ def metrics_record(card: dict) -> dict:
             "backbone": card.get("backbone", {}).get("label"),
             "window": card.get("backbone", {}).get("window"),
             "judge": card.get("judge", {}), "config_hash": card["config_hash"]}
-
-
-def load_rater(rater_dir: str | Path, *, gpus: int = 0, forward_batch_size: int = 64) -> Rater:
-    """The rater saved in `rater_dir` (raters/{rater}/), ready to `score(texts)`."""
-    rater_dir = Path(rater_dir)
-    card = read_card(rater_dir)
-    kind = card["kind"]
-    if kind == "heads":
-        return load_head_rater(rater_dir, card, select_device(gpus), forward_batch_size)
-    if kind == "pretrained_classifier":
-        from selectlab.raters.pretrained import PretrainedClassifierRater
-
-        return PretrainedClassifierRater.from_card(card, select_device(gpus),
-                                                   forward_batch_size)
-    if kind == "generative":
-        from selectlab.raters.dataman_generative import GenerativeDataManRater
-
-        return GenerativeDataManRater.from_card(rater_dir, card, gpus)
-    raise ValueError(f"{rater_dir}: unknown rater kind {kind!r}")

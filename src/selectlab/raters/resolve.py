@@ -11,9 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 
+from selectlab import layout
 from selectlab.raters.spec import PROTOCOL, RATERS, check_rater
+from selectlab.resources import job_shape, schema_default
 
-RESOURCE_KEYS = ("gpu", "mem_mb", "runtime")
 HEAD_KEYS = ("backbone", "train_backbone", "window", "pool_layers", "dtype", "forward_batch_size",
              "batch_size", "epochs", "lr", "weight_decay", "validation_fraction", "patience",
              "heldout_fraction")
@@ -23,8 +24,7 @@ REQUIRED = {
                    "epochs", "lr", "weight_decay", "heldout_fraction"),
     "pretrained": ("pretrained", "window", "forward_batch_size"),
 }
-RESOURCE_DEFAULTS = {"gpu": 0, "mem_mb": 4000, "runtime": 30}
-CARD_FILE = "rater_card.json"
+CARD_FILE = layout.RATER_CARD
 
 
 def configured_raters(config: dict) -> list[str]:
@@ -51,7 +51,7 @@ def rater_kind(config: dict, rater: str) -> str:
 def rater_params(config: dict, rater: str) -> dict:
     """Everything the training job reads, resources left out; `seed` defaults to the run's."""
     merged = _merged(config, rater)
-    params = {k: v for k, v in merged.items() if k not in RESOURCE_KEYS}
+    params = {k: v for k, v in merged.items() if k != "resources"}
     params.setdefault("seed", int(config["seed"]))
     kind = rater_kind(config, rater)
     missing = [key for key in REQUIRED[kind] if key not in params]
@@ -64,8 +64,13 @@ def rater_params(config: dict, rater: str) -> dict:
 
 
 def resources(config: dict, rater: str) -> dict:
-    merged = _merged(config, rater)
-    return {key: merged.get(key, default) for key, default in RESOURCE_DEFAULTS.items()}
+    """The training job's shape: the rater's `resources` over those of `defaults`, key by key,
+    over the schema's default."""
+    section = config.get("raters") or {}
+    _merged(config, rater)  # checks the rater
+    return job_shape(schema_default("raters.schema.yaml", "$defs", "resources"),
+                     (section.get("defaults") or {}).get("resources"),
+                     (section[rater] or {}).get("resources"))
 
 
 def uses_pretrained(config: dict, rater: str) -> bool:
@@ -79,6 +84,11 @@ def labels_protocol(rater: str) -> str:
 
 def needs_labels(config: dict, rater: str) -> bool:
     return not uses_pretrained(config, rater)
+
+
+def tokenizer_inputs(config: dict, root: str, rater: str) -> list[str]:
+    """The run's tokenizer, for a rater that reads with it (a random-init encoder)."""
+    return [layout.tokenizer(root)] if needs_tokenizer(config, rater) else []
 
 
 def needs_tokenizer(config: dict, rater: str) -> bool:
@@ -95,16 +105,7 @@ def labels_input(config: dict, run_dir: str, rater: str) -> list[str]:
     if protocol not in config["judge"]["protocols"]:
         raise ValueError(f"rater {rater!r} learns from judge protocol {protocol!r}, which "
                          f"`judge.protocols` does not configure")
-    return [f"{run_dir}/judgments/{protocol}/labels.parquet"]
-
-
-def annotation_container(config: dict, rater: str) -> str:
-    """The environment that scores with the rater: vllm for a generative DataMan served by
-    vLLM, else train."""
-    merged = _merged(config, rater)
-    generative_vllm = (rater_kind(config, rater) == "generative"
-                       and merged["inference"]["kind"] == "vllm")
-    return "vllm" if generative_vllm else "train"
+    return [layout.judge_labels(run_dir, protocol)]
 
 
 def config_hash(params: dict) -> str:

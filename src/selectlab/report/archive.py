@@ -26,7 +26,6 @@ from selectlab.shards import atomic_write_bytes, sha256_file
 MANIFEST_NAME = "MANIFEST.sha256"
 REDACTED = "<redacted>"
 UNKNOWN = "unknown"
-_CHUNK = 1 << 20
 
 
 def manifest_text(checksums: Mapping[str, str]) -> str:

@@ -40,8 +40,9 @@ class Distributed:
             torch_dist.barrier()
 
     def no_sync(self, model: torch.nn.Module):
-        # DDP skips the gradient all-reduce inside no_sync; FSDP2 and single processes have no
-        # such switch and simply accumulate.
+        # DDP skips the gradient all-reduce inside no_sync. FSDP2 modules have no `no_sync`
+        # (their switch is `set_requires_gradient_sync`, not used here), so under FSDP every
+        # micro-step reduces its gradients; single processes simply accumulate.
         if self.active and hasattr(model, "no_sync"):
             return model.no_sync()
         return contextlib.nullcontext()

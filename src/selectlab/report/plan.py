@@ -1,0 +1,140 @@
+"""The report's plan: which tables and figures a configuration produces, their headings and
+caption files, and what the table and figure commands are told about the variants.
+
+Read by both the workflow (rules/report.smk, rules/paper.smk declare exactly these outputs) and
+`selectlab report` (which writes and titles them), so a name is listed once. Plain functions of
+the config; no pandas or matplotlib.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from selectlab.analysis.plan import AnalysisPlan, analysis_plan
+from selectlab.analysis.plan import caption_stem as analysis_caption_stem
+from selectlab.analysis.plan import heading as analysis_heading
+from selectlab.judge.resolve import notes as judge_notes
+from selectlab.selection.resolve import metarater_fits, selection_params
+
+TABLES = ("main", "perplexity_by_source", "icl_by_task", "selection_overlap")
+FIGURES = ("ppl_vs_icl", "loss_curves", "selection_overlap")
+METARATER_FIGURES = ("metarater_fit", "metarater_weights", "metarater_proxies", "metarater_pca")
+ANNOTATION_THROUGHPUT = "annotation_throughput"  # written by rules/annotate.smk
+JUDGE_FAILURES = "judge_failures"  # written by rules/judge.smk
+# Where a table's caption file is not named after it (report/{stem}.rst).
+TABLE_CAPTIONS = {"main": "main_table", "selection_overlap": "selection_overlap_table"}
+HEADINGS = {
+    "main": "Main results",
+    "perplexity_by_source": "Perplexity by source",
+    "icl_by_task": "In-context learning by task",
+    "ppl_vs_icl": "Perplexity vs in-context learning",
+    "loss_curves": "Training loss",
+    "selection_overlap": "Selection overlap",
+    "metarater_fit": "Meta-rater: predicted vs actual proxy loss",
+    "metarater_weights": "Meta-rater: learned weights",
+    "metarater_proxies": "Meta-rater: downstream score vs number of proxies",
+    "metarater_pca": "Meta-rater: proxy weights and loss landscape",
+    JUDGE_FAILURES: "Judge: failed judgments per protocol",
+}
+# The software environments whose package lists the provenance records.
+ENVIRONMENTS = ("cpu", "train")
+
+
+@dataclass(frozen=True)
+class ReportPlan:
+    metarater_figure_fits: list[tuple[str, int]]  # (search, proxies) the figures show
+    rater_tables: list[str]
+    analysis: AnalysisPlan
+
+    def figures(self) -> list[str]:
+        """Figures of the results (rule `figures`)."""
+        return list(FIGURES) + (list(METARATER_FIGURES) if self.metarater_figure_fits else [])
+
+    def report_tables(self) -> list[str]:
+        """Tables of the HTML report, in its order: the results, the analysis, then the
+        judge's failure counts."""
+        return list(TABLES) + self.analysis.tables() + [JUDGE_FAILURES]
+
+    def report_figures(self) -> list[str]:
+        return self.figures() + self.analysis.figures()
+
+    def paper_tables(self) -> list[str]:
+        """Every table of the three papers this configuration regenerates."""
+        return (list(TABLES) + self.rater_tables + [ANNOTATION_THROUGHPUT]
+                + self.analysis.tables())
+
+    def paper_figures(self) -> list[str]:
+        return self.report_figures()
+
+
+def report_plan(config: dict) -> ReportPlan:
+    # Imported here: `selectlab report` reads the names above and needs none of the raters.
+    from selectlab.raters.resolve import table_names as rater_table_names
+
+    return ReportPlan(metarater_figure_fits(config), rater_table_names(config),
+                      analysis_plan(config))
+
+
+def table_caption(name: str) -> str:
+    """The caption file stem of a table."""
+    return TABLE_CAPTIONS.get(name, analysis_caption_stem(name))
+
+
+def figure_caption(name: str) -> str:
+    return analysis_caption_stem(name)
+
+
+def heading(name: str) -> str:
+    """A table's or figure's heading in the report (the analysis outputs name their own)."""
+    return HEADINGS[name] if name in HEADINGS else analysis_heading(name)
+
+
+def icl_group_order(config: dict) -> list[str]:
+    """ICL table groups in display order: local task kinds, or the configured tasks' groups."""
+    icl = config["evaluation"]["icl"]
+    if icl["tasks"] == "local":
+        return list(icl.get("local_tasks", {}).get("kinds", ["continuation", "cloze"]))
+    return list(dict.fromkeys(task["group"] for task in icl["tasks"]))
+
+
+def report_descriptions(config: dict) -> dict:
+    """What the tables and figures show about each variant; `order` keeps the config's order
+    through the sorted-key JSON the workflow passes (see `config_order`)."""
+    return {
+        name: {"family": v["family"], "method": v["method"], "label": v.get("label", name),
+               "params": v.get("params", {}), "order": index}
+        for index, (name, v) in enumerate(config["variants"].items())
+    }
+
+
+def config_order(descriptions: dict) -> dict:
+    """`report_descriptions` back in config order (JSON params arrive with sorted keys)."""
+    return dict(sorted(descriptions.items(), key=lambda item: item[1].get("order", 0)))
+
+
+def report_params(config: dict) -> dict:
+    """What `selectlab report tables` and `figures` need about the variants."""
+    return {
+        "descriptions": report_descriptions(config),
+        "baseline": config["evaluation"]["baseline"],
+        "group_order": icl_group_order(config),
+        "notes": judge_notes(config),
+    }
+
+
+def metarater_figure_fits(config: dict) -> list[tuple[str, int]]:
+    """Per search, the fit on the most proxies any variant uses (what the figures show)."""
+    largest: dict[str, int] = {}
+    for search, proxies in metarater_fits(config):
+        largest[search] = max(proxies, largest.get(search, 0))
+    return list(largest.items())
+
+
+def metarater_report(config: dict) -> dict:
+    """What the Meta-rater figures need besides the fits: (search, N, table label) per variant."""
+    variants = []
+    for name, variant in config["variants"].items():
+        if variant["method"] == "metarater":
+            params = selection_params(config, name)
+            variants.append([params["search"], int(params["proxies"]), variant.get("label", name)])
+    return {"variants": variants}

@@ -1,0 +1,85 @@
+"""docs/layout.md against src/selectlab/layout.py: the doc lists every path the layout defines,
+names no path it does not, and names only rules that exist; the layout's functions give the
+paths the rules declare."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from selectlab import layout
+
+REPO = Path(__file__).resolve().parents[2]
+CODE = re.compile(r"`([^`]+)`")
+
+
+def doc_rows() -> list[list[str]]:
+    """The cells of the first table of docs/layout.md (path, layout function, writers, ...)."""
+    lines = (REPO / "docs" / "layout.md").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| path |"))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows
+
+
+def pattern_regex(pattern: str) -> re.Pattern:
+    """A layout pattern as a regex: each {wildcard} stands for any text within one name."""
+    parts = re.split(r"(\{[^}]+\})", pattern)
+    return re.compile("".join("[^/]+" if part.startswith("{") else re.escape(part)
+                              for part in parts))
+
+
+def rule_names() -> set[str]:
+    text = "\n".join(path.read_text() for path in (REPO / "rules").glob("*.smk"))
+    return set(re.findall(r"^\s*(?:local)?rule (\w+):", text, re.MULTILINE))
+
+
+def test_every_layout_path_is_documented_with_its_function():
+    documented = {}
+    for row in doc_rows():
+        for path in CODE.findall(row[0]):
+            documented.setdefault(path.rstrip("/"), set()).update(CODE.findall(row[1]))
+    for name, pattern in layout.patterns().items():
+        assert pattern in documented, f"docs/layout.md lacks a row for {pattern} ({name})"
+        assert name in documented[pattern], f"docs/layout.md: {pattern} is not layout.{name}"
+
+
+def test_every_documented_path_is_a_layout_path():
+    regexes = [pattern_regex(pattern) for pattern in layout.patterns().values()]
+    functions = set(layout.patterns())
+    for row in doc_rows():
+        for path in CODE.findall(row[0]):
+            assert any(regex.fullmatch(path.rstrip("/")) for regex in regexes), path
+        assert set(CODE.findall(row[1])) <= functions, row[1]
+
+
+def test_documented_writers_are_rules():
+    rules = rule_names()
+    writers = {name for row in doc_rows() for name in CODE.findall(row[2])}
+    assert writers and writers <= rules, sorted(writers - rules)
+
+
+def test_paths_take_the_run_directory_and_keep_unnamed_wildcards():
+    root = layout.run_dir("default")
+    assert root == "results/default"
+    assert layout.selection(root) == "results/default/selections/{variant}/selection.parquet"
+    assert layout.selection(root, "uniform") == (
+        "results/default/selections/uniform/selection.parquet")
+    assert layout.sidecar(root, "dsir") == "results/default/attributes/dsir/{shard}.parquet"
+    assert layout.metarater_weights(root, "all25", 32) == (
+        "results/default/metarater/all25/n32/weights.json")
+    assert layout.archive(root) == "results/default/archive/selectlab-default.tar.gz"
+    assert layout.log(root, "tables") == "results/default/logs/tables.log"
+    assert layout.job_log(root, "annotate", "dsir/shard_00000") == (
+        "results/default/logs/annotate/dsir/shard_00000.log")
+    assert layout.benchmark(root, "pretrain", "uniform") == (
+        "results/default/logs/pretrain/uniform.benchmark.tsv")
+
+
+def test_rules_spell_no_run_path_themselves():
+    # Only layout.py writes paths under results/: rule files call it.
+    for path in (REPO / "rules").glob("*.smk"):
+        assert "results/" not in path.read_text(), path.name

@@ -1,0 +1,92 @@
+"""One resource shape for every job: defaults from the schema, config entries over them, and
+the Snakemake / slurm-plugin form of single-node, GPU and multi-node jobs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from selectlab import resources as res
+from selectlab.config import load_config
+from selectlab.evaluate.resolve import eval_shape
+from selectlab.raters.resolve import resources as rater_shape
+from selectlab.train.launch import node_launcher
+from selectlab.train.resolve import pretrain_shape
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def config() -> dict:
+    return load_config(REPO / ".test" / "config.yaml")
+
+
+def test_defaults_come_from_the_schema_and_config_entries_replace_only_their_keys(config):
+    assert res.shape_default() == {"gpu": 0, "cpus": 1, "mem_mb": 2000, "runtime": 60,
+                                   "nodes": 1}
+    assert res.rule_shape(config, "select") == {"gpu": 0, "cpus": 1, "mem_mb": 8000,
+                                                "runtime": 120, "nodes": 1}
+    config["resources"] = {"select": {"mem_mb": 16000}}
+    assert res.rule_shape(config, "select")["mem_mb"] == 16000
+    assert res.rule_shape(config, "select")["runtime"] == 120
+    assert res.rule_shape(config, "tokenize_shard")["cpus"] == 2
+
+
+def test_every_rule_sized_by_name_has_a_schema_default():
+    text = "\n".join(path.read_text() for path in (REPO / "rules").glob("*.smk"))
+    sized = set(re.findall(r'rule_(?:threads|resources)\("(\w+)"\)', text))
+    rules = set(re.findall(r"^\s*rule (\w+):", text, re.MULTILINE))
+    listed = set(res._schema(res.RESOURCES_SCHEMA)["properties"])
+    assert sized and sized <= rules
+    # Evaluation rules are listed too: their defaults sit under the preset-derived sizes.
+    assert listed == sized | {"eval_perplexity", "eval_icl"}
+
+
+def test_cpu_job_is_threads_and_memory_only():
+    resources = res.as_snakemake(res.job_shape({"cpus": 2, "mem_mb": 8000}))
+    assert res.present(resources) == {"mem_mb": 8000, "runtime": 60, "nodes": 1, "gpu": 0}
+
+
+def test_one_node_gpu_job_asks_per_job_with_cores_per_gpu():
+    shape = res.job_shape({"gpu": 8, "gpu_model": "a100", "cpus": 64, "mem_mb": 480000})
+    assert res.present(res.as_snakemake(shape)) == {
+        "mem_mb": 480000, "runtime": 60, "nodes": 1, "gpu": 8, "gpu_model": "a100",
+        "cpus_per_gpu": 8}
+    # Fewer cores than GPUs still asks for one core per GPU.
+    assert res.as_snakemake(res.job_shape({"gpu": 4, "cpus": 2}))["cpus_per_gpu"] == 1
+
+
+def test_multi_node_job_asks_per_node_and_runs_its_command_once():
+    shape = res.job_shape({"gpu": 8, "gpu_model": "h100", "cpus": 96, "nodes": 4})
+    assert res.present(res.as_snakemake(shape)) == {
+        "mem_mb": 2000, "runtime": 60, "nodes": 4, "gpu": 0, "gres": "gpu:h100:8",
+        "cpus_per_gpu": 12, "tasks": 4, "tasks_per_gpu": 0, "mpi": "srun"}
+    assert node_launcher(shape, image="train.sif", apptainer_args="--nv", home="/w") == (
+        "srun --nodes=4 --ntasks=4 --ntasks-per-node=1 --cpus-per-task=96 --kill-on-bad-exit=1 "
+        "apptainer exec --home /w --nv train.sif ")
+    assert node_launcher(res.job_shape({"gpu": 8})) == ""
+
+
+def test_stage_shapes_layer_their_config_over_their_schema_defaults(config):
+    config["raters"]["defaults"]["resources"] = {"gpu": 1, "mem_mb": 9000}
+    config["raters"]["prrc"] = {"resources": {"runtime": 99}}
+    assert rater_shape(config, "prrc") == {"gpu": 1, "cpus": 2, "mem_mb": 9000, "runtime": 99,
+                                           "nodes": 1}
+    preset = config["models"]["presets"][config["pretrain"]["preset"]]
+    preset.pop("resources", None)
+    name = next(iter(config["variants"]))
+    assert pretrain_shape(config, name) == {"gpu": 0, "cpus": 2, "mem_mb": 8000, "runtime": 240,
+                                            "nodes": 1}
+    assert eval_shape(config, "eval_icl", name) == {"gpu": 0, "cpus": 2, "mem_mb": 8000,
+                                                    "runtime": 240, "nodes": 1}
+
+
+def test_an_evaluation_on_a_gpu_takes_one_gpus_share_of_the_preset(config):
+    preset = config["models"]["presets"][config["pretrain"]["preset"]]
+    preset["resources"] = {"gpu": 8, "gpu_model": "a100", "cpus": 64, "mem_mb": 480000}
+    config["evaluation"]["gpu"] = 1
+    name = next(iter(config["variants"]))
+    assert eval_shape(config, "eval_perplexity", name) == {
+        "gpu": 1, "gpu_model": "a100", "cpus": 8, "mem_mb": 60000, "runtime": 120, "nodes": 1}

@@ -1,0 +1,40 @@
+"""The schema's lists of names equal what the code registers, so a new selection method, family
+kind or rater cannot be configured before it exists, nor exist without being configurable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from selectlab.annotate.registry import FAMILIES
+from selectlab.raters.spec import RATERS
+from selectlab.selection.methods import METHODS
+
+SCHEMA = Path(__file__).resolve().parents[2] / "config" / "schema"
+
+
+def schema(name: str) -> dict:
+    return yaml.safe_load((SCHEMA / name).read_text())
+
+
+def test_selection_method_enum_is_the_registered_methods():
+    enum = schema("variants.schema.yaml")["properties"]["method"]["enum"]
+    assert sorted(enum) == sorted(METHODS)
+
+
+def test_annotation_family_kinds_are_the_registered_kinds():
+    annotate = schema("annotate.schema.yaml")
+    choices = annotate["properties"]["families"]["additionalProperties"]["oneOf"]
+    kinds = []
+    for choice in choices:
+        definition = annotate["$defs"][choice["$ref"].removeprefix("#/$defs/")]
+        kinds.append(definition["properties"]["kind"]["const"])
+    assert sorted(kinds) == sorted(FAMILIES)
+
+
+def test_rater_names_are_the_raters_that_exist():
+    annotate_raters = schema("annotate.schema.yaml")["$defs"]["rater"]["properties"]["rater"]
+    assert sorted(annotate_raters["enum"]) == sorted(RATERS)
+    rater_entries = set(schema("raters.schema.yaml")["properties"]) - {"defaults"}
+    assert rater_entries == set(RATERS)

@@ -1,0 +1,111 @@
+"""Variant grids: config/paper.yaml states each paper's design as grids, and they expand into
+exactly the 76 rows it spelt out before (names are output paths); the schema checks grids and
+the variants they produce."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+from selectlab.config import load_config
+from selectlab.selection.grids import expand_variants, grid_variants, is_grid
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA = REPO / "config" / "schema"
+# The rows of config/paper.yaml as written out before grids (main@6509020), in order.
+RECORDED = json.loads((Path(__file__).parent / "data" / "paper_variants.json").read_text())
+
+QURATING = {
+    "grid": {"criterion": {"writing_style": {}, "facts_and_trivia": {"label": "Facts & trivia"}},
+             "mode": {"top": {"label": "top-k", "sign": "", "tau": 0},
+                      "inverse": {"label": "inverse", "sign": "-", "tau": 2.0}}},
+    "name": "{criterion}_{mode}",
+    "variant": {"family": "qurating", "label": "{criterion.label} {mode.label}",
+                "method": "rating_sample",
+                "params": {"score": "{mode.sign}qurater.{criterion}", "tau": "{mode.tau}"}},
+}
+
+
+def raw_paper() -> dict:
+    return yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+
+
+def test_paper_grids_expand_into_the_recorded_rows_in_order():
+    expanded = load_config(REPO / "config" / "paper.yaml")["variants"]
+    recorded = RECORDED["variants"]
+    assert len(recorded) == 76
+    assert list(expanded) == [row["name"] for row in recorded]
+    for row in recorded:
+        # JSON text, so 0 vs 0.0 and key order count too (jobs receive their params as JSON).
+        assert json.dumps(expanded[row["name"]]) == json.dumps(row["entry"]), row["name"]
+
+
+def test_paper_states_each_design_as_a_grid():
+    variants = raw_paper()["variants"]
+    grids = {key: entry for key, entry in variants.items() if is_grid(entry)}
+    sizes = {key: len(expand_variants({key: entry})) for key, entry in grids.items()}
+    assert sizes == {"qurating_criteria": 16, "qurating_curriculum": 2, "dataman_criteria": 13,
+                     "overall_levels": 5, "dataman_cpt": 3, "prrc_criteria": 4,
+                     "metarater_proxy_counts": 4}
+    assert list(grids["qurating_criteria"]["grid"]["mode"]) == ["top", "t1", "t2", "inverse"]
+    assert grids["overall_levels"]["grid"]["level"] == [1, 2, 3, 4, 5]
+    assert len(variants) == 76 - sum(sizes.values()) + len(sizes)
+
+
+def test_placeholders_fill_names_labels_and_typed_values():
+    variants = expand_variants({"uniform": {"family": "baseline", "method": "uniform"},
+                                "qurating": QURATING})
+    assert list(variants) == ["uniform", "writing_style_top", "writing_style_inverse",
+                              "facts_and_trivia_top", "facts_and_trivia_inverse"]
+    inverse = variants["facts_and_trivia_inverse"]
+    assert inverse["label"] == "Facts & trivia inverse"
+    assert inverse["params"] == {"score": "-qurater.facts_and_trivia", "tau": 2.0}
+    top = variants["writing_style_top"]
+    assert top["label"] == "Writing style top-k"  # default label: name, capitalised
+    assert top["params"]["tau"] == 0 and isinstance(top["params"]["tau"], int)
+    levels = expand_variants({"levels": {"grid": {"level": [1, 5]}, "name": "l{level}",
+                                         "variant": {"family": "f", "method": "score_level",
+                                                     "params": {"level": "{level}",
+                                                                "where": {"d": ["{level}"]}}}}})
+    assert levels["l5"]["params"] == {"level": 5, "where": {"d": [5]}}
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda g: g.update(name="{criterion}"), "gives 'writing_style' twice"),
+    (lambda g: g["variant"].update(label="{mode.colour}"), "has no 'colour'"),
+    (lambda g: g["variant"].update(label="{size}"), "no axis 'size'"),
+    (lambda g: g["grid"].update(mode=[]), "non-empty list or mapping"),
+])
+def test_bad_grids_are_clear_errors(change, message):
+    grid = copy.deepcopy(QURATING)
+    change(grid)
+    with pytest.raises(ValueError, match=message):
+        expand_variants({"qurating": grid})
+
+
+def test_a_name_given_twice_is_an_error():
+    with pytest.raises(ValueError, match="'writing_style_top' is named twice"):
+        expand_variants({"writing_style_top": {"family": "x", "method": "uniform"},
+                         "qurating": QURATING})
+
+
+def test_schema_checks_grids_and_the_variants_they_produce():
+    config = raw_paper()
+    validate(copy.deepcopy(config), str(SCHEMA / "config.schema.yaml"))
+    validate(grid_variants(config["variants"]), str(SCHEMA / "variant_set.schema.yaml"))
+    bad = copy.deepcopy(config)
+    bad["variants"]["overall_levels"]["grid"]["level"] = []
+    with pytest.raises(WorkflowError, match="overall_levels"):
+        validate(bad, str(SCHEMA / "config.schema.yaml"))
+    # A template that fills tau with text passes the grid's schema; its variants do not.
+    bad = copy.deepcopy(config)
+    bad["variants"]["qurating_criteria"]["grid"]["mode"]["t1"]["tau"] = "one"
+    validate(copy.deepcopy(bad), str(SCHEMA / "config.schema.yaml"))
+    with pytest.raises(WorkflowError, match=r"_t1'\]\['params'\]\['tau'\]"):
+        validate(grid_variants(bad["variants"]), str(SCHEMA / "variant_set.schema.yaml"))
