@@ -105,8 +105,11 @@ def test_transformers_backend_runs_the_protocols(smollm2, tmp_path):
     samples = {"qurating": pair_sample(), "dataman": pointwise_sample(),
                "prrc": pointwise_sample()}
     for name, sample in samples.items():
+        # SmolLM2 may not follow a format: any share of unparseable answers is accepted here
+        # (the plumbing is under test; the failure threshold has its own tests).
         result = run_protocol(name, sample, settings_for(name), smollm2,
-                              tmp_path / f"{name}.sqlite", RunSettings(max_attempts=2))
+                              tmp_path / f"{name}.sqlite",
+                              RunSettings(max_attempts=2, max_failure_rate=1.0))
         check_plumbing(name, result.judgments, result.labels)
         expected = {"qurating": 2 * 2 * 2, "dataman": 2, "prrc": 2 * 4}[name]
         assert len(result.judgments) == expected
