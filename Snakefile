@@ -1,13 +1,11 @@
 # selectlab: raw corpus shards -> judgments -> raters -> per-shard annotation -> selection
 # variants -> pretraining -> evaluation -> tables, figures, report and archive.
-import os
 import sys
 
-from snakemake.exceptions import WorkflowError
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
 from selectlab import layout
-from selectlab.config_errors import schema_error
+from selectlab.config_errors import validate
 from selectlab.crossref import check_config
 from selectlab.lifecycle import RERUN_ADVICE, export_supervisor
 from selectlab.selection import grids
@@ -22,17 +20,18 @@ if not workflow.overwrite_configfiles:
     configfile: "config/config.yaml"
 
 
-try:
-    validate(config, "config/schema/config.schema.yaml")
-except WorkflowError as error:
-    # Snakemake's message carries the whole schema and config: say it one line per problem.
-    schema = os.path.join(workflow.basedir, "config/schema/config.schema.yaml")
-    raise (schema_error(config, schema) or error) from None
+# Each schema file read once for both checks (Snakemake's validate re-reads a file per
+# cross-file reference); defaults fill in as with Snakemake's. A config that breaks the schema
+# stops the plan with one line per problem (selectlab.config_errors).
+SCHEMA_DIR = f"{workflow.basedir}/config/schema"
+validate(config, f"{SCHEMA_DIR}/config.schema.yaml")
 
 # Variant grids become plain variants here, once, so every rule and resolver sees only those;
 # the variants a grid produces are checked like written-out ones.
 validate(
-    grids.grid_variants(config["variants"]), "config/schema/variant_set.schema.yaml"
+    grids.grid_variants(config["variants"]),
+    f"{SCHEMA_DIR}/variant_set.schema.yaml",
+    "a variant of a grid",
 )
 config["variants"] = grids.expand_variants(config["variants"])
 # Names and sizes the config refers to, grid variants included, before any job is planned.
@@ -50,9 +49,12 @@ include: "rules/analysis.smk"
 include: "rules/select.smk"
 include: "rules/metarater.smk"
 include: "rules/pretrain.smk"
+include: "rules/mates.smk"
 include: "rules/evaluate.smk"
+include: "rules/instruct.smk"
 include: "rules/report.smk"
 include: "rules/paper.smk"
+include: "rules/cost.smk"
 include: "rules/containers.smk"
 
 

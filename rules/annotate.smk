@@ -8,9 +8,12 @@
 # them out keeps a paper-scale plan (thousands of raw files x 9 families) from spending most of
 # its time resolving the same raw paths again for every family (benchmarks/dag_scale.py).
 from selectlab.annotate import resolve as annotate_cfg
+from selectlab.mates import plan as mates_cfg
 from selectlab.report.plan import ANNOTATION_THROUGHPUT
 
 ANNOTATE_FAMILIES = annotate_cfg.family_names(config)
+# Generated per stage of a MATES variant; annotated when that stage is selected, never a target.
+MATES_FAMILIES = mates_cfg.family_names(config)
 DSIR_FAMILIES = annotate_cfg.families_of_kind(config, "dsir")
 FAMILY_SHAPE = per_job(lambda w: annotate_cfg.resources(config, w["family"]))
 # The raw files of the shards a DSIR family samples its raw distribution from.
@@ -24,7 +27,7 @@ ANNOTATION_TARGETS = expand(
 
 
 wildcard_constraints:
-    family=names_pattern(ANNOTATE_FAMILIES),
+    family=names_pattern(ANNOTATE_FAMILIES + MATES_FAMILIES),
 
 
 rule annotate:
@@ -68,7 +71,9 @@ if DSIR_FAMILIES:
             raw=lambda w: [
                 path for files in DSIR_SHARD_FILES(w).values() for path in files
             ],
-            heldout=lambda w: annotate_cfg.dsir_heldout_inputs(config, RUN, w.family),
+            target_split=lambda w: annotate_cfg.dsir_target_split_inputs(
+                config, RUN, w.family
+            ),
             targets=lambda w: annotate_cfg.dsir_target_files(config, w.family),
         output:
             model=layout.dsir_model(RUN),
@@ -85,10 +90,10 @@ if DSIR_FAMILIES:
         params:
             cfg=lambda w: json_param(annotate_cfg.resolve_fit_dsir(config, w.family)),
             shard_files=lambda w: json_param(DSIR_SHARD_FILES(w)),
-            heldout=optional_flag("--heldout", "heldout"),
+            target_split=optional_flag("--target-split", "target_split"),
         shell:
             "selectlab annotate fit-dsir --params {params.cfg:q} --meta {input.meta}"
-            " --shard-files {params.shard_files:q} {params.heldout}"
+            " --shard-files {params.shard_files:q} {params.target_split}"
             " --out-model {output.model} --out-card {output.card} > {log} 2>&1"
 
 

@@ -23,7 +23,8 @@ USES_APPTAINER = (
 )
 
 
-# `variant` also matches the generated Meta-rater proxies (selected, trained, perplexity only).
+# `variant` also matches the generated Meta-rater proxies (selected, trained, perplexity only)
+# and the stages of MATES variants (selected and trained).
 wildcard_constraints:
     shard="[A-Za-z0-9_]+",
     variant=select_cfg.variant_name_pattern(config),
@@ -97,4 +98,5 @@ def final_targets():
         + ANNOTATION_TARGETS
         + RATER_TARGETS
         + ANALYSIS_TARGETS
+        + COST_TARGETS
     )

@@ -17,7 +17,10 @@ if config["corpus"]["mode"] == "embedded":
     rule build_corpus:
         output:
             shards=expand(layout.raw_shard(RUN), shard=SHARDS),
-            heldout=expand(layout.heldout(RUN), split=SPLITS),
+            heldout=expand(
+                layout.heldout(RUN), split=corpus_cfg.built_heldout_splits(config)
+            ),
+            dsir_target=layout.dsir_target(RUN),
             ground_truth=layout.ground_truth(RUN),
             stats=layout.corpus_build_stats(RUN),
         log:

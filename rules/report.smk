@@ -138,7 +138,8 @@ rule provenance:
     resources:
         **rule_resources("provenance"),
     params:
-        cfg=json_param(config),
+        # A function, so braces in config values (the chat template) are not read as wildcards.
+        cfg=lambda w: json_param(config),
         build=optional_flag("--corpus-build", "build"),
     shell:
         "selectlab report provenance --params {params.cfg:q} --reports {input.reports}"
@@ -159,6 +160,10 @@ rule archive:
         expand(layout.train_log(RUN), variant=VARIANTS),
         select_cfg.metarater_fit_files(config, RUN),
         ANALYSIS_TARGETS,
+        expand(layout.table(RUN), name=REPORT.winrate_tables(), ext=["csv", "md"]),
+        expand(layout.figure(RUN), name=REPORT.winrate_figures()),
+        INSTRUCT_ARCHIVE,
+        expand(layout.table(RUN), name=report_cfg.COST_TABLES, ext=["csv", "md"]),
     output:
         layout.archive(RUN),
     log:

@@ -2,15 +2,47 @@
 # Selection and packing read every shard, but declare only tables written after all shards
 # (the read report for meta sidecars and tokens, a throughput table per score family): per-shard
 # inputs for every variant and Meta-rater proxy would make planning quadratic at full scale.
+# Scores combined on percentile ranks are ranked once per pool (rank_scores), not per selection.
+# Both rules stream the pool within selection.memory_mb, which is also what their jobs ask for.
 from selectlab.train import resolve as train_cfg
 
 VARIANTS = select_cfg.variant_names(config)
+RANKED = select_cfg.ranked_scores(config)
+RANK_SHAPE = select_cfg.selection_job_shape(config, "rank_scores")
+SELECT_SHAPE = select_cfg.selection_job_shape(config, "select")
+
+
+rule rank_scores:
+    input:
+        corpus=layout.read_report(RUN),
+        scores=layout.family_throughput(RUN, ext="csv"),
+    output:
+        directory(layout.rank_dir(RUN)),
+    log:
+        layout.job_log(RUN, "rank_scores", "{family}"),
+    wildcard_constraints:
+        family=names_pattern(RANKED),
+    container:
+        CONTAINERS["cpu"]
+    threads: RANK_SHAPE["cpus"]
+    resources:
+        **res.present(res.as_snakemake(RANK_SHAPE)),
+    params:
+        columns=lambda w: RANKED[w.family],
+        # attributes/ranks/{family} -> attributes/ (snakemake --lint: derived, not hardcoded)
+        attributes_dir=lambda w, output: os.path.dirname(os.path.dirname(output[0])),
+        meta=expand(layout.meta_sidecar(RUN), shard=SHARDS),
+    shell:
+        "selectlab select rank --family {wildcards.family} --columns {params.columns}"
+        " --attributes-dir {params.attributes_dir} --meta {params.meta}"
+        " --memory-mb {resources.mem_mb} > {log} 2>&1"
 
 
 rule select:
     input:
         corpus=layout.read_report(RUN),
         scores=lambda w: select_cfg.score_inputs(config, RUN, w.variant),
+        ranks=lambda w: select_cfg.rank_inputs(config, RUN, w.variant),
         upstream=lambda w: select_cfg.selection_upstream(config, RUN, w.variant),
     output:
         selection=layout.selection(RUN),
@@ -19,9 +51,9 @@ rule select:
         layout.job_log(RUN, "select", "{variant}"),
     container:
         CONTAINERS["cpu"]
-    threads: rule_threads("select")
+    threads: SELECT_SHAPE["cpus"]
     resources:
-        **rule_resources("select"),
+        **res.present(res.as_snakemake(SELECT_SHAPE)),
     params:
         cfg=lambda w: json_param(select_cfg.resolve_selection(config, w.variant)),
         attributes_dir=layout.attributes_dir(RUN),
@@ -30,7 +62,8 @@ rule select:
         upstream=optional_flag("--upstream", "upstream"),
     shell:
         "selectlab select run --params {params.cfg:q} --attributes-dir {params.attributes_dir}"
-        " --meta {params.meta} {params.upstream} --out-dir {params.out_dir} > {log} 2>&1"
+        " --meta {params.meta} {params.upstream} --out-dir {params.out_dir}"
+        " --memory-mb {resources.mem_mb} > {log} 2>&1"
 
 
 # The packed sequences are read by this variant's pretraining only, so they go once it is done.

@@ -17,8 +17,11 @@ from selectlab.commands import (
     annotate,
     config,
     corpus,
+    cost,
     evaluate,
+    instruct,
     judge,
+    mates,
     pretrain,
     raters,
     report,
@@ -26,8 +29,8 @@ from selectlab.commands import (
     tokens,
 )
 
-STAGES = [corpus, tokens, judge, raters, annotate, analysis, select, pretrain, evaluate, report,
-          config]
+STAGES = [corpus, tokens, judge, raters, annotate, analysis, select, mates, pretrain, evaluate,
+          instruct, report, cost, config]
 
 
 def build_parser() -> argparse.ArgumentParser:

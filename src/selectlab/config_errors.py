@@ -1,21 +1,18 @@
 """Schema errors a person can act on: the key, the bad value and what was expected.
 
-A JSON-schema validator reports an error with the whole schema and the whole config around it;
-for a misspelt key deep in the config that is hundreds of lines for one fact. `schema_problems`
-validates the config against the workflow's schema (relative `$ref`s resolved beside it) and
-turns each error into one line; `schema_error` and `check_schema` give them as one
-`ConfigError`. The workflow asks for it only when Snakemake's own validation has failed, so a
-valid config is validated once.
+A JSON-schema validator reports one error at a time, or an error with the whole schema and the
+whole config around it; for a misspelt key deep in the config that is hundreds of lines for
+one fact. `schema_problems` validates the config against the workflow's schema (the schema
+files as `selectlab.schema` reads them, once per process) and turns every error into one line;
+`schema_error` and `check_schema` give them as one `ConfigError`. `validate` is what the
+workflow calls: `selectlab.schema.validate_config` (which fills in defaults), and only when it
+fails these lines, so a valid config is validated once.
 """
 
 from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from urllib.parse import urlparse
-from urllib.request import url2pathname
-
-import yaml
 
 MAX_PROBLEMS = 10
 VALUE_CHARS = 80
@@ -53,23 +50,12 @@ def key_path(path) -> str:
     return "".join(parts).lstrip(".") or "(top level)"
 
 
-def _load(path: str | Path) -> dict:
-    with open(path) as handle:
-        return yaml.safe_load(handle)
-
-
 def _validator(schema_path: str | Path):
     from jsonschema import Draft202012Validator
-    from referencing import Registry, Resource
 
-    schema = _load(schema_path)
-    schema["$id"] = Path(schema_path).resolve().as_uri()
+    from selectlab.schema import schema_registry
 
-    def retrieve(uri: str):
-        return Resource.from_contents(_load(url2pathname(urlparse(uri).path)))
-
-    registry = Registry(retrieve=retrieve).with_resource(
-        uri=schema["$id"], resource=Resource.from_contents(schema))
+    schema, registry = schema_registry(schema_path)
     return Draft202012Validator(schema, registry=registry)
 
 
@@ -121,13 +107,26 @@ def schema_problems(config: dict, schema_path: str | Path) -> list[str]:
     return list(dict.fromkeys(_line(error) for error in errors))
 
 
-def schema_error(config: dict, schema_path: str | Path) -> ConfigError | None:
+def schema_error(config: dict, schema_path: str | Path,
+                 what: str = "config") -> ConfigError | None:
     """The readable error for a config that breaks the schema; None if it does not."""
     problems = schema_problems(config, schema_path)
-    return ConfigError("config does not match the schema", problems) if problems else None
+    return ConfigError(f"{what} does not match the schema", problems) if problems else None
 
 
-def check_schema(config: dict, schema_path: str | Path) -> None:
-    error = schema_error(config, schema_path)
+def check_schema(config: dict, schema_path: str | Path, what: str = "config") -> None:
+    error = schema_error(config, schema_path, what)
     if error is not None:
         raise error
+
+
+def validate(config: dict, schema_path: str | Path, what: str = "config") -> dict:
+    """`selectlab.schema.validate_config`, its error (the first problem found) replaced by every
+    problem of `config`, one line each with a "did you mean" where a known key is close."""
+    from selectlab.schema import ConfigError as SchemaError
+    from selectlab.schema import validate_config
+
+    try:
+        return validate_config(config, schema_path, what)
+    except SchemaError as error:
+        raise (schema_error(config, schema_path, what) or error) from None

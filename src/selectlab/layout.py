@@ -23,6 +23,8 @@ CAPTIONS = "report"  # the report's caption files, report/{stem}.rst in the repo
 SHARD, SPLIT, VARIANT, FAMILY, RATER = "{shard}", "{split}", "{variant}", "{family}", "{rater}"
 PROTOCOL, SEARCH, PROXIES, NAME, EXT, ENV = ("{protocol}", "{search}", "{proxies}", "{name}",
                                              "{ext}", "{env}")
+STAGE, PART = "{stage}", "{part}"
+COMPARISON = "{comparison}"
 
 # Inside a rater directory (raters/{rater}/): what selectlab.raters.io writes and reads.
 RATER_CARD, RATER_MODEL = "rater_card.json", "model"
@@ -61,6 +63,13 @@ def raw_shard(root: str, shard: str = SHARD) -> str:
 @path
 def heldout(root: str, split: str = SPLIT) -> str:
     return _under(root, "corpus", "heldout", f"{split}.jsonl.zst")
+
+
+@path
+def dsir_target(root: str) -> str:
+    """The embedded corpus's DSIR target split (`pool:` targets), apart from held-out and
+    training documents."""
+    return _under(root, "corpus", "dsir_target.jsonl.zst")
 
 
 @path
@@ -206,6 +215,22 @@ def analysis_matrix(root: str, name: str = NAME) -> str:
 
 # ---- selection -------------------------------------------------------------------------------
 @path
+def rank_dir(root: str, family: str = FAMILY) -> str:
+    """One family's percentile-rank sidecars over the pool (selectlab.selection.ranks)."""
+    return _under(root, "attributes", "ranks", family)
+
+
+@path
+def rank_sidecar(root: str, family: str = FAMILY, shard: str = SHARD) -> str:
+    return _under(rank_dir(root, family), f"{shard}.parquet")
+
+
+@path
+def rank_summary(root: str, family: str = FAMILY) -> str:
+    return _under(rank_dir(root, family), "ranks.json")
+
+
+@path
 def selection(root: str, variant: str = VARIANT) -> str:
     return _under(root, "selections", variant, "selection.parquet")
 
@@ -255,6 +280,104 @@ def perplexity(root: str, variant: str = VARIANT) -> str:
 @path
 def icl(root: str, variant: str = VARIANT) -> str:
     return _under(root, "eval", variant, "icl.json")
+
+
+# ---- instruction following (QuRating Figure 3, DataMan Figure 2) -----------------------------
+@path
+def instruct_train(root: str) -> str:
+    return _under(root, "instruct", "data", "train.parquet")
+
+
+@path
+def instruct_eval(root: str) -> str:
+    return _under(root, "instruct", "data", "eval.parquet")
+
+
+@path
+def instruct_split(root: str) -> str:
+    return _under(root, "instruct", "data", "split.json")
+
+
+@path
+def sft_model(root: str, variant: str = VARIANT) -> str:
+    return _under(root, "instruct", "sft", variant, "model")
+
+
+@path
+def sft_log(root: str, variant: str = VARIANT) -> str:
+    return _under(root, "instruct", "sft", variant, "sft_log.csv")
+
+
+@path
+def sft_checkpoints(root: str, variant: str = VARIANT) -> str:
+    """Resume state; not a declared output, so Snakemake keeps it across failures."""
+    return _under(root, "instruct", "sft", variant, "checkpoints")
+
+
+@path
+def answers(root: str, variant: str = VARIANT) -> str:
+    return _under(root, "instruct", "answers", f"{variant}.parquet")
+
+
+@path
+def answer_judgments(root: str, comparison: str = COMPARISON) -> str:
+    return _under(root, "instruct", "judgments", comparison, "judgments.parquet")
+
+
+@path
+def answer_judge_summary(root: str, comparison: str = COMPARISON) -> str:
+    return _under(root, "instruct", "judgments", comparison, "summary.csv")
+
+
+@path
+def answer_judge_cache(root: str, comparison: str = COMPARISON) -> str:
+    """Not a declared output: it survives a failed or rerun judge_answers job."""
+    return _under(root, "instruct", "judgments", comparison, "cache.sqlite")
+
+
+# ---- MATES: a `mates` variant's stages (its stage variants are ordinary variants) ----------
+def mates_stage_dir(root: str, variant: str = VARIANT, stage: int | str = STAGE) -> str:
+    return _under(root, "mates", variant, f"stage{stage}")
+
+
+@path
+def mates_probes(root: str, variant: str = VARIANT, stage: int | str = STAGE,
+                 part: int | str = PART) -> str:
+    """Oracle influence of one probe job's units, measured on the previous stage's model."""
+    return _under(mates_stage_dir(root, variant, stage), "probes", f"part{part}.parquet")
+
+
+@path
+def mates_probe_metrics(root: str, variant: str = VARIANT, stage: int | str = STAGE,
+                        part: int | str = PART) -> str:
+    return _under(mates_stage_dir(root, variant, stage), "probes", f"part{part}.json")
+
+
+@path
+def influence_model_dir(root: str, variant: str = VARIANT, stage: int | str = STAGE) -> str:
+    """The stage's data-influence model: a rater directory (selectlab.raters.load_rater)."""
+    return _under(mates_stage_dir(root, variant, stage), "influence_model")
+
+
+@path
+def influence_model(root: str, variant: str = VARIANT, stage: int | str = STAGE) -> str:
+    return _under(influence_model_dir(root, variant, stage), RATER_MODEL)
+
+
+@path
+def influence_model_card(root: str, variant: str = VARIANT, stage: int | str = STAGE) -> str:
+    return _under(influence_model_dir(root, variant, stage), RATER_CARD)
+
+
+@path
+def mates_fit_metrics(root: str, variant: str = VARIANT, stage: int | str = STAGE) -> str:
+    return _under(mates_stage_dir(root, variant, stage), "metrics.json")
+
+
+# ---- cost: the estimate before running (the measured tables are `table`s) -----------------
+@path
+def cost_plan(root: str, name: str = NAME, ext: str = EXT) -> str:
+    return _under(root, "cost", f"plan_{name}.{ext}")
 
 
 # ---- tables, figures, report, provenance, archive --------------------------------------------

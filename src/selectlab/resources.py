@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-import yaml
+from selectlab.schema import read_schema
 
 SHAPE_KEYS = ("gpu", "cpus", "mem_mb", "runtime", "nodes")
 # What Snakemake sees: every key a shape can turn into (None where it does not apply).
@@ -34,11 +34,12 @@ RESOURCES_SCHEMA = "resources.schema.yaml"
 
 @functools.cache
 def _schema(name: str) -> dict:
+    """A schema file, read once per process (the config's validation shares the copy)."""
     path = SCHEMA_DIR / name
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing: job resources take their defaults from "
                                 "the repository's config/schema/ (run from a checkout)")
-    return yaml.safe_load(path.read_text())
+    return read_schema(path)
 
 
 def schema_default(schema: str, *keys: str) -> dict:

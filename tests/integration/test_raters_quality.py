@@ -142,6 +142,7 @@ def quality_config(path: Path) -> Path:
     config["selection"]["budget_tokens"] = BUDGET_TOKENS
     config["variants"] = selection_variants()
     config.pop("metarater", None)
+    config.pop("instruct", None)  # its comparison names variants this config replaces
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
 

@@ -59,7 +59,9 @@ def test_a_local_reference_model_needs_no_conversion_and_may_use_a_gpu(config):
 def test_fit_dsir_settings_and_raw_shards(config):
     fit = resolve.resolve_fit_dsir(config, "dsir")
     assert fit["buckets"] == 10_000 and fit["seed"] == config["seed"]
-    assert resolve.dsir_uses_heldout(config, "dsir")
+    assert resolve.dsir_uses_pool_split(config, "dsir")
+    assert resolve.dsir_target_split_inputs(config, RUN, "dsir") == [
+        f"{RUN}/corpus/dsir_target.jsonl.zst"]
     assert resolve.dsir_target_files(config, "dsir") == []
     shards = [f"shard_{i:05d}" for i in range(8)]
     assert resolve.dsir_raw_shards(config, "dsir", shards) == shards
@@ -110,3 +112,25 @@ def test_throughput_aggregates_shards_per_family_in_table_10_shape(tmp_path):
 def test_gpu_memory_is_reported_when_a_family_used_a_gpu():
     table = throughput_table(pd.DataFrame([stats_row("embedding", "s0", 10, 1.0, 100, 3.25)]))
     assert table.loc[0, "memory_gb"] == 3.25 and table.loc[0, "memory_kind"] == "device"
+
+
+def test_dsir_never_fits_on_the_evaluation_splits(config):
+    """The targets read the corpus's DSIR target split (disjoint from validation and test:
+    tests/unit/test_corpus_build.py), never a held-out file; the full-scale config names the
+    papers' target sets and no split at all."""
+    assert config["corpus"]["embedded"]["dsir_target_docs_per_source"]
+    assert not any("heldout" in path
+                   for path in resolve.dsir_target_split_inputs(config, RUN, "dsir"))
+    paper = load_config(REPO / "config" / "paper.yaml")
+    assert not resolve.dsir_uses_pool_split(paper, "dsir")
+    assert resolve.dsir_target_split_inputs(paper, RUN, "dsir") == []
+    assert not any(spec.startswith(("heldout:", "pool:"))
+                   for spec in paper["annotate"]["families"]["dsir"]["targets"].values())
+    swapped = copy.deepcopy(config)
+    swapped["annotate"]["families"]["dsir"]["targets"]["wikipedia"] = "heldout:RedPajamaWikipedia"
+    with pytest.raises(ValueError, match="held-out splits"):
+        resolve.dsir_target_split_inputs(swapped, RUN, "dsir")
+    on_slimpajama = copy.deepcopy(config)
+    on_slimpajama["corpus"]["mode"] = "slimpajama"
+    with pytest.raises(ValueError, match="pool: targets read the embedded corpus"):
+        resolve.resolve_fit_dsir(on_slimpajama, "dsir")

@@ -25,6 +25,7 @@ def small_params(**overrides) -> dict:
     params = {
         "seed": 17,
         "heldout_docs_per_source": {"validation": 4, "test": 6},
+        "dsir_target_docs_per_source": {"wikipedia": 5, "book": 5},
         "corruption": {"fraction": 0.4, "operators": OPERATORS, "severity_min": 0.2,
                        "severity_max": 1.0, "donor_count": 20},
         "sources": {
@@ -59,7 +60,8 @@ def shard_paths(out_dir: Path) -> list[Path]:
 def test_writes_exactly_the_contract_files(corpus):
     out_dir, _ = corpus
     files = sorted(p.relative_to(out_dir).as_posix() for p in out_dir.rglob("*") if p.is_file())
-    assert files == ["build_stats.json", "ground_truth.parquet", "heldout/test.jsonl.zst",
+    assert files == ["build_stats.json", "dsir_target.jsonl.zst", "ground_truth.parquet",
+                     "heldout/test.jsonl.zst",
                      "heldout/validation.jsonl.zst", "raw/shard_00000.jsonl.zst",
                      "raw/shard_00001.jsonl.zst", "raw/shard_00002.jsonl.zst"]
 
@@ -75,7 +77,7 @@ def test_training_documents_are_dealt_evenly_and_shuffled(corpus):
         ids.extend(d.id for d in docs)
     assert max(sizes) - min(sizes) <= 1
     assert sizes == stats["shard_documents"]
-    assert sum(sizes) == (60 + 50 + 50 + 50 + 60) - 5 * 10
+    assert sum(sizes) == (60 + 50 + 50 + 50 + 60) - 5 * 10 - 2 * 5
     assert len(set(ids)) == len(ids)
     assert ids != sorted(ids)  # sources are mixed, not concatenated
 
@@ -102,6 +104,44 @@ def test_heldout_is_disjoint_clean_and_sized_per_source(corpus):
                 raw = texts[int(doc.id.split("-")[1])]
                 assert (doc.text, doc.source_detail) == (raw.text, raw.detail)
                 assert doc.set_name == SET_NAMES[key]
+
+
+def test_dsir_target_split_is_disjoint_from_validation_test_and_training(corpus):
+    out_dir, stats = corpus
+    training, _ = read_all(shard_paths(out_dir))
+    validation, _ = read_all([out_dir / "heldout" / "validation.jsonl.zst"])
+    test, _ = read_all([out_dir / "heldout" / "test.jsonl.zst"])
+    target, report = read_all([out_dir / "dsir_target.jsonl.zst"])
+    assert report.n_skipped == 0
+    assert Counter(d.id.split("-")[0] for d in target) == {"wikipedia": 5, "book": 5}
+    target_ids, target_texts = {d.id for d in target}, {d.text for d in target}
+    for other in (validation, test, training):
+        assert not target_ids & {d.id for d in other}
+        assert not target_texts & {d.text for d in other}
+    assert stats["totals"]["dsir_target"] == 10
+    assert stats["sources"]["wikipedia"]["dsir_target"] == 5
+    assert stats["sources"]["code"]["dsir_target"] == 0
+    # clean text, as the reader produced it
+    params = small_params()
+    for key in ("wikipedia", "book"):
+        texts = read_source(key, params["sources"][key], params["seed"])
+        for doc in target:
+            if doc.id.startswith(key + "-"):
+                assert doc.text == texts[int(doc.id.split("-")[1])].text
+
+
+def test_carving_dsir_targets_leaves_the_evaluation_splits_unchanged(corpus, tmp_path):
+    out_dir, _ = corpus
+    params = small_params(sources={"wikipedia": small_params()["sources"]["wikipedia"]},
+                          dsir_target_docs_per_source={})
+    build(tmp_path, params)
+    for split in ("validation", "test"):
+        with_targets, _ = read_all([out_dir / "heldout" / f"{split}.jsonl.zst"])
+        without, _ = read_all([tmp_path / "heldout" / f"{split}.jsonl.zst"])
+        wiki = [d for d in with_targets if d.id.startswith("wikipedia-")]
+        assert [(d.id, d.text) for d in wiki] == [(d.id, d.text) for d in without]
+    target, _ = read_all([tmp_path / "dsir_target.jsonl.zst"])
+    assert target == []
 
 
 def test_ground_truth_covers_every_training_document_once(corpus):
@@ -150,11 +190,11 @@ def test_corrupted_documents_differ_from_their_clean_text(corpus):
 def test_stats_file_matches_return_value(corpus):
     out_dir, stats = corpus
     assert json.loads((out_dir / "build_stats.json").read_text()) == stats
-    assert stats["totals"]["documents"] == 220
+    assert stats["totals"]["documents"] == 210
     assert stats["totals"]["heldout_validation"] == 20 and stats["totals"]["heldout_test"] == 30
     for key, source in stats["sources"].items():
         assert source["set_name"] == SET_NAMES[key]
-        assert source["documents"] + 10 == source["documents_read"]
+        assert source["documents"] + 10 + source["dsir_target"] == source["documents_read"]
         assert source["heldout"] == {"validation": 4, "test": 6}
         assert source["characters"] > 100 * source["documents"]
 
@@ -176,7 +216,7 @@ def test_another_seed_gives_another_corpus(corpus, tmp_path):
 
 def test_fewer_shards_removes_stale_ones(tmp_path):
     params = small_params(sources={"book": {"max_docs": 30, "min_chars": 300,
-                                            "max_chars": 3000}})
+                                            "max_chars": 3000}}, dsir_target_docs_per_source={})
     build(tmp_path, params, num_shards=3)
     build(tmp_path, params, num_shards=2)
     assert sorted(p.name for p in (tmp_path / "raw").iterdir()) == ["shard_00000.jsonl.zst",
@@ -185,7 +225,7 @@ def test_fewer_shards_removes_stale_ones(tmp_path):
 
 def test_too_few_documents_for_heldout_raises(tmp_path):
     params = small_params(sources={"book": {"max_docs": 10, "min_chars": 300,
-                                            "max_chars": 3000}})
+                                            "max_chars": 3000}}, dsir_target_docs_per_source={})
     with pytest.raises(ValueError, match="'book' yielded 10 documents but the held-out"):
         build(tmp_path, params)
 
@@ -196,7 +236,27 @@ def test_too_few_documents_for_heldout_raises(tmp_path):
     ({"corruption": {"fraction": 0.5, "operators": OPERATORS, "severity_min": 0.0}},
      "severity_min"),
     ({"sources": {"poetry": {"max_docs": 30, "min_chars": 1, "max_chars": 9}}}, "no set name"),
+    ({"dsir_target_docs_per_source": {"poetry": 3}}, "names sources \\['poetry'\\]"),
 ])
 def test_bad_params_raise(tmp_path, change, message):
     with pytest.raises(ValueError, match=message):
         build(tmp_path, small_params(**change))
+
+
+def test_a_reference_split_is_cut_after_validation_and_test_and_leaves_them_unchanged(
+        corpus, tmp_path):
+    """MATES's reference set (mates.reference heldout:reference): held out like the reported
+    splits, disjoint from them and from training, and asking for it changes neither."""
+    out_dir, _ = corpus
+    params = small_params(heldout_docs_per_source={"validation": 4, "test": 6, "reference": 3})
+    stats = build(tmp_path, params)
+    reference, _ = read_all([tmp_path / "heldout" / "reference.jsonl.zst"])
+    assert len(reference) == 3 * len(SET_NAMES) == stats["totals"]["heldout_reference"]
+    for split in ("validation", "test"):
+        before, _ = read_all([out_dir / "heldout" / f"{split}.jsonl.zst"])
+        after, _ = read_all([tmp_path / "heldout" / f"{split}.jsonl.zst"])
+        assert [d.text for d in before] == [d.text for d in after]
+    training = [d for path in sorted((tmp_path / "raw").glob("*.jsonl.zst"))
+                for d in read_all([path])[0]]
+    assert not {d.id for d in reference} & {d.id for d in training}
+    assert all(s["heldout"]["reference"] == 3 for s in stats["sources"].values())

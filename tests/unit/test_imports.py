@@ -11,14 +11,15 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 # Imported by the Snakefile and rules while the job graph is built.
-PLANNING_MODULES = ["selectlab.layout", "selectlab.resources", "selectlab.config",
-                    "selectlab.corpus.resolve", "selectlab.judge.resolve",
+PLANNING_MODULES = ["selectlab.layout", "selectlab.resources", "selectlab.schema",
+                    "selectlab.config", "selectlab.corpus.resolve", "selectlab.judge.resolve",
                     "selectlab.raters.resolve", "selectlab.annotate.resolve",
                     "selectlab.analysis.plan", "selectlab.selection.resolve",
                     "selectlab.selection.grids", "selectlab.train.resolve",
                     "selectlab.train.launch", "selectlab.evaluate.resolve",
-                    "selectlab.report.plan", "selectlab.config_errors", "selectlab.crossref",
-                    "selectlab.lifecycle"]
+                    "selectlab.instruct.resolve", "selectlab.report.plan",
+                    "selectlab.mates.schedule", "selectlab.mates.plan", "selectlab.cost.roles",
+                    "selectlab.config_errors", "selectlab.crossref", "selectlab.lifecycle"]
 
 
 def modules() -> dict[str, Path]:

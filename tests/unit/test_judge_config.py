@@ -34,6 +34,7 @@ def test_the_simulated_judge_is_forbidden_with_slimpajama(config):
     from snakemake.exceptions import WorkflowError
 
     real = copy.deepcopy(config)
+    real.pop("instruct")  # its offline stand-ins are refused too (test_instruct_config.py)
     real["corpus"]["mode"] = "slimpajama"
     real["corpus"]["slimpajama"] = {
         "train_dir": "/data/train", "validation_dir": "/data/val", "test_dir": "/data/test",

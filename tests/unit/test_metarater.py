@@ -21,6 +21,7 @@ from selectlab.selection.metarater import (
     proxy_weights,
     read_proxy_results,
 )
+from selectlab.selection.ranks import rank_scores
 from selectlab.selection.run import SelectionSpec, select_variant
 from selectlab.selection.synthetic import write_synthetic_sidecars
 from selectlab.train.resolve import resolve_pretrain
@@ -76,6 +77,7 @@ def planted(tmp_path_factory):
     quality = write_synthetic_sidecars(root / "attributes", SHARDS, DOCS, seed=2)
     quality = np.concatenate([quality[s] for s in SHARDS])
     scores = ["scores.noise", "scores.good", "dsir.dsir_book"]
+    rank_scores(root / "attributes", scores, SHARDS)
     manifests, perplexity = [], []
     for i in range(40):
         name = f"planted__proxy{i:03d}"
@@ -208,3 +210,53 @@ def test_bad_metarater_references_are_clear_errors(config):
 def test_a_curriculum_has_its_base_variants_budget(config):
     config["variants"]["uniform"]["budget_scale"] = 1.5
     assert cfg.resolve_selection(config, "curr")["budget_tokens"] == 1500
+
+
+def test_scores_combined_on_ranks_are_ranked_once_per_family(config):
+    config["variants"]["mean"] = {"family": "metarater", "method": "mean_rating",
+                                  "params": {"scores": ["prrc.c", "prrc.d"]}}
+    assert cfg.ranked_scores(config) == {"dsir": ["b"], "prrc": ["c", "d"], "signals": ["a"]}
+    assert cfg.selection_ranks(config, "all__proxy003") == ["dsir", "prrc", "signals"]
+    assert cfg.selection_ranks(config, "mean") == ["prrc"]
+    assert cfg.selection_ranks(config, "uniform") == []
+
+
+def test_a_search_reuses_another_searchs_identical_selections_explicitly(config):
+    searches = config["metarater"]["searches"]
+    searches["big"] = searches["all"] | {"proxies": 8, "preset": "big",
+                                         "selections_from": "all"}
+    entry = cfg.variant_entry(config, "big__proxy005")
+    assert entry["shared_from"] == "all__proxy005"
+    selection = cfg.resolve_selection(config, "big__proxy005")
+    mine, theirs = selection, cfg.resolve_selection(config, "all__proxy005")
+    assert selection["shared_from"] == "all__proxy005" and "shared_from" not in theirs
+    assert {k: mine[k] for k in ("method", "params", "seed", "budget_tokens")} == \
+        {k: theirs[k] for k in ("method", "params", "seed", "budget_tokens")}
+    assert cfg.selection_upstream(config, "r", "big__proxy005") == [
+        "r/selections/all__proxy005/selection.parquet"]
+    assert cfg.selection_raters(config, "big__proxy005") == []
+    assert cfg.selection_ranks(config, "big__proxy005") == []
+    assert resolve_pretrain(config, "big__proxy005")["preset_name"] == "big"
+    searches["big"]["seed"] = 8  # different weights: sharing would be silent and wrong
+    with pytest.raises(ValueError, match=r"cannot share 'all'.*\['params', 'seed'\]"):
+        cfg.variant_entry(config, "big__proxy005")
+    searches["big"] = searches["all"] | {"selections_from": "nope"}
+    with pytest.raises(ValueError, match="selections_from 'nope'"):
+        cfg.variant_entry(config, "big__proxy001")
+
+
+def test_a_shared_selection_is_copied_and_the_manifest_says_whose(planted, tmp_path):
+    root, scores, manifests, _ = planted
+    source = manifests[3].parent / "selection.parquet"
+    original = json.loads(manifests[3].read_text())
+    spec = SelectionSpec("big__proxy003", "weighted_topk", original["budget_tokens"],
+                         original["seed"], original["params"], shared_from="planted__proxy003")
+    manifest = select_variant(spec, root / "attributes", SHARDS, tmp_path / "big", source)
+    assert manifest == original | {"variant": "big__proxy003",
+                                    "selection_shared_from": "planted__proxy003"}
+    assert pd.read_parquet(tmp_path / "big" / "selection.parquet").equals(
+        pd.read_parquet(source))
+    other = SelectionSpec("x", "weighted_topk", original["budget_tokens"], original["seed"] + 1,
+                          original["params"], shared_from="planted__proxy003")
+    with pytest.raises(ValueError, match="cannot share"):
+        select_variant(other, root / "attributes", SHARDS, tmp_path / "x", source)

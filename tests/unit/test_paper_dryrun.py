@@ -19,14 +19,16 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
+from selectlab.annotate import resolve as annotate_cfg
 from selectlab.config import load_config
 from selectlab.selection import resolve as cfg
 
 REPO = Path(__file__).resolve().parents[2]
 TRAIN_FILES, GROUP_SIZE = 6, 2  # three shards
 # Rules whose jobs run models; annotation and rater training only for model-backed entries.
-GPU_RULES = {"judge", "pretrain", "eval_perplexity", "eval_icl"}
-MODEL_KINDS = {"refppl", "embedding", "rater", "rater_generative"}
+GPU_RULES = {"judge", "pretrain", "eval_perplexity", "eval_icl", "sft", "generate",
+             "mates_probe", "mates_fit"}
+MODEL_KINDS = {"refppl", "embedding", "rater", "rater_generative", "mates_influence"}
 
 
 def fake_slimpajama(root: Path) -> None:
@@ -44,11 +46,17 @@ def paper_config(tmp: Path) -> dict:
     for split in ("train", "validation", "test"):
         slimpajama[f"{split}_dir"] = str(tmp / "slimpajama" / split)
     slimpajama["group_size"] = GROUP_SIZE
-    # DSIR's file targets are globbed while planning, so the math target must exist.
-    math = tmp / "automathtext" / "part-0.jsonl.zst"
-    math.parent.mkdir()
-    math.touch()
-    config["annotate"]["families"]["dsir"]["targets"]["math"] = str(math.parent / "*.jsonl.zst")
+    # DSIR's file targets (the papers' target sets) are globbed while planning, so they must
+    # exist.
+    for target in ("wikipedia", "book", "math"):
+        part = tmp / "dsir_targets" / target / "part-0.jsonl"
+        part.parent.mkdir(parents=True)
+        part.touch()
+        config["annotate"]["families"]["dsir"]["targets"][target] = str(part.parent / "*.jsonl")
+    # MATES's reference set (LAMBADA at full scale) is an input of its probe jobs.
+    lambada = tmp / "lambada.jsonl"
+    lambada.touch()
+    config["mates"]["reference"] = str(lambada)
     return config
 
 
@@ -110,17 +118,20 @@ def asks_for_gpus(job) -> bool:
 
 def test_every_paper_row_is_pretrained_and_evaluated_once(plan):
     variants = list(plan.config["variants"])
-    assert len(variants) == 76
+    assert len(variants) == 77
+    staged = [f"mates__stage{k}" for k in range(1, 6)]  # MATES runs in 5 stages
     for rule in ("select", "pack", "pretrain", "eval_perplexity", "eval_icl"):
         counts = per_variant(plan, rule)
-        assert all(counts[name] == 1 for name in variants), rule
+        trained = staged if rule in ("select", "pack", "pretrain") else ["mates"]
+        rows = [name for name in variants if name != "mates"] + trained
+        assert all(counts[name] == 1 for name in rows), rule
     # Only the paper rows are evaluated in context; proxies are scored by perplexity alone.
     assert set(per_variant(plan, "eval_icl")) == set(variants)
 
 
 def test_metarater_proxies_are_planned_per_search(plan):
     searches = cfg.metarater_searches(plan.config)
-    trained = set(per_variant(plan, "pretrain")) - set(plan.config["variants"])
+    trained = {name for name in per_variant(plan, "pretrain") if cfg.parse_proxy_name(name)}
     for search in searches:
         planned = {name for name in trained if cfg.parse_proxy_name(name)[0] == search}
         # Each search's largest fit uses all its proxies (all25: N = 32 ... 512).
@@ -132,22 +143,25 @@ def test_metarater_proxies_are_planned_per_search(plan):
 
 
 def test_gpu_work_asks_for_gpus_and_cpu_work_does_not(plan):
-    families = plan.config["annotate"]["families"]
-    trained_raters = {"qurater", "dataman", "prrc"}  # FineWeb-Edu, WanjuanCC: wrapped public
+    # FineWeb-Edu, WanjuanCC: wrapped public; DataMan's three versions (appendix B.2) each train
+    trained_raters = {"qurater", "dataman", "dataman_score", "dataman_domain", "prrc"}
     seen = Counter()
     for job in plan.jobs:
         if job.rule in GPU_RULES:
             gpu = True
         elif job.rule == "annotate":
-            gpu = families[job.wildcards["family"]]["kind"] in MODEL_KINDS
+            family = annotate_cfg.family_config(plan.config, job.wildcards["family"])
+            gpu = family["kind"] in MODEL_KINDS
         elif job.rule == "train_rater":
             gpu = job.wildcards["rater"] in trained_raters
         else:
             gpu = False
         assert asks_for_gpus(job) == gpu, (job.rule, job.wildcards, job.resources)
         seen[job.rule, gpu] += 1
-    assert seen["judge", True] == 3 and seen["train_rater", True] == 3
-    assert seen["annotate", True] == 7 * 3 and seen["annotate", False] == 2 * 3
+    assert seen["judge", True] == 3 and seen["train_rater", True] == 5
+    # Seven model families and MATES's four influence families (stages 2-5) per shard.
+    assert seen["annotate", True] == (7 + 4) * 3 and seen["annotate", False] == 2 * 3
+    assert seen["mates_probe", True] == 4 * 8 and seen["mates_fit", True] == 4
     for rule in ("tokenize_shard", "select", "pack", "tables", "figures", "prepare_heldout"):
         assert seen[rule, False] > 0, rule
 
@@ -179,9 +193,12 @@ def test_paper_figures_names_every_paper_table_and_figure(plan):
     names = {Path(path).name for path in job.inputs}
     assert {"main.md", "perplexity_by_source.md", "icl_by_task.md", "selection_overlap.md",
             "rater_qurater.md", "rater_dataman.md", "rater_dataman_confusion.md",
-            "rater_prrc.md", "rater_classifiers.md", "annotation_throughput.md",
+            "rater_dataman_throughput.md", "rater_prrc.md", "rater_classifiers.md",
+            "annotation_throughput.md",
             "analysis_dataman_corpus.md", "analysis_dataman_domain_means.md",
-            "analysis_dataman_vs_nll_spearman.md"} <= names
+            "analysis_dataman_vs_nll_spearman.md", "cost.md", "cost_variants.md",
+            "cost_metarater_table2.md"} <= names
+    assert "winrate.md" in names and "winrate.png" in names
     assert {"ppl_vs_icl.png", "loss_curves.png", "selection_overlap.png", "metarater_fit.png",
             "metarater_weights.png", "metarater_proxies.png", "metarater_pca.png",
             "analysis_spearman.png", "analysis_dataman_pearson.png",
@@ -192,3 +209,25 @@ def test_paper_figures_names_every_paper_table_and_figure(plan):
     assert len(weights) == len(cfg.metarater_fits(plan.config)) == 8
     # Every input is written by a planned job (the dry run would have failed otherwise).
     assert all(path.startswith("results/paper/") for path in job.inputs)
+
+
+def test_paper_rows_are_fine_tuned_answered_and_judged_by_gpt4(plan):
+    specs = plan.config["instruct"]["comparisons"]
+    rows = {v for spec in specs.values() for v in [spec["reference"], *spec["variants"]]}
+    assert len(specs["qurating"]["variants"]) == 24 and len(specs["dataman"]["variants"]) == 14
+    for rule in ("sft", "generate"):
+        assert per_variant(plan, rule) == {name: 1 for name in rows}, rule
+    sft = next(job for job in plan.jobs if job.rule == "sft")
+    assert (sft.resources["gpu"], sft.resources["mem_mb"]) == (1, 64000)
+    assert '"max_seq_len":1024' in sft.shell and '"lr":2e-05' in sft.shell
+    generate = next(job for job in plan.jobs if job.rule == "generate")
+    assert generate.resources["gpu"] == 1 and '"backend":"vllm"' in generate.shell
+    judges = {job.wildcards["comparison"]: job for job in plan.jobs
+              if job.rule == "judge_answers"}
+    assert set(judges) == {"qurating", "dataman"}
+    for name, job in judges.items():
+        assert '"model":"gpt-4-0314"' in job.shell and '"kind":"openai"' in job.shell
+        answers = [Path(path).stem for path in job.inputs if "/answers/" in path]
+        assert answers == [specs[name]["reference"], *specs[name]["variants"]]
+    (data,) = [job for job in plan.jobs if job.rule == "instruct_data"]
+    assert '"kind":"sharegpt"' in data.shell and "--corpus" not in data.shell

@@ -53,6 +53,7 @@ def sizing_config() -> dict:
                           for name, preset in VARIANT_PRESET.items()}
     config["evaluation"]["baseline"] = "proxy"
     config["evaluation"]["gpu"] = 1
+    config.pop("instruct")  # its comparisons name the replaced variants
     return config
 
 

@@ -14,6 +14,7 @@ from selectlab.judge import dataman
 from selectlab.raters import dataman_generative as gen
 from selectlab.raters.load import load_rater
 from selectlab.raters.pointwise import upsample_low_scores
+from selectlab.raters.spec import DATAMAN_VERSIONS
 
 
 @pytest.fixture
@@ -27,7 +28,7 @@ def rating_row(overall: int, domain: str = "H") -> dict:
     return {key: overall for key in dataman.CRITERIA} | {"domain": domain}
 
 
-@pytest.mark.parametrize("version", gen.VERSIONS)
+@pytest.mark.parametrize("version", DATAMAN_VERSIONS)
 def test_loss_covers_exactly_the_answer_and_eos(tokenizer, version):
     target = gen.render_target(rating_row(4), version)
     example = gen.encode_example(tokenizer, "a quick brown fox jumps over the lazy dog", target,
@@ -73,7 +74,7 @@ def test_low_scores_are_up_sampled_by_the_configured_factor():
         upsample_low_scores(train, scores, factor=0)
 
 
-@pytest.mark.parametrize("version", gen.VERSIONS)
+@pytest.mark.parametrize("version", DATAMAN_VERSIONS)
 def test_rating_strings_parse_back_to_the_ratings(version):
     row = rating_row(3, domain="C") | {"coherence": 5}
     parsed = gen.parse_target(gen.render_target(row, version), version)
@@ -126,6 +127,12 @@ def test_tiny_lm_trains_saves_and_scores_through_the_judge_backend(tmp_path, tin
     assert card["training"]["train_examples"] == len(train) + 3 * low
     assert card["training"]["heldout_documents"] == len(held) == 3
     assert 0.0 <= record["metrics"]["parsed_share"] <= 1.0
+    # DataMan Table 10's row of this version: the held-out documents scored once more
+    speed = record["throughput"]
+    assert speed["documents"] == 3 and speed["input_tokens"] > 0 and speed["seconds"] > 0
+    assert speed["docs_per_s"] == pytest.approx(3 / speed["seconds"], rel=0.05)
+    assert speed["output_tokens"] > 0 and speed["memory_kind"] == "rss"
+    assert record["version"] == "score" and record["name"] == "dataman"
     rater = load_rater(tmp_path / "rater")
     assert rater.columns == ["overall_score", "status"]
     scored = rater.score(["a new text", "another one"])

@@ -116,10 +116,13 @@ def test_dataman_upsampling_is_recorded(tmp_path, tiny_tokenizer_dir):
     train(tmp_path, "dataman", tiny_tokenizer_dir, labels)
     card = json.loads((tmp_path / "dataman" / "rater_card.json").read_text())
     from selectlab.raters.build import split_documents
+    from selectlab.raters.train import split_validation
 
-    fit, _ = split_documents(len(labels), 0.25, 0)
+    train_docs, _ = split_documents(len(labels), 0.25, 0)
+    fit, validation = split_validation(train_docs, train_docs, 0.2, 0)
     low = int((labels["overall_score"].to_numpy()[fit] < 3).sum())
     assert card["training"]["train_examples_upsampled"] == len(fit) + low
+    assert card["training"]["validation_documents"] == len(validation) > 0
 
 
 def test_qurater_roundtrip_and_card(tmp_path, tiny_tokenizer_dir):

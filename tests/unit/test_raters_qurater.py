@@ -12,7 +12,7 @@ import torch
 from selectlab.raters import qurater
 from selectlab.raters.heads import RaterHeads
 from selectlab.raters.spec import heads
-from selectlab.raters.train import TrainSettings, fit_frozen
+from selectlab.raters.train import TrainSettings, fit_frozen, split_validation
 
 
 def test_bradley_terry_loss_is_bce_of_the_score_gap():
@@ -86,7 +86,9 @@ def test_heads_learn_a_ranking_that_generalises_to_held_out_pairs():
     torch.manual_seed(0)
     module = RaterHeads(features.shape[1], heads("qurater", ("educational_value",)))
     sure = train[qurater.confident(data.p_b_better[train], 0.25)]
-    fit_frozen(features, module, qurater.PairwiseObjective(data), sure,
+    objective = qurater.PairwiseObjective(data)
+    fit, validation = split_validation(sure, objective.units_of(sure), 0.1, seed=0)
+    fit_frozen(features, module, objective, fit, validation,
                TrainSettings(epochs=200, lr=0.05, batch_size=64, patience=20))
     with torch.no_grad():
         scores = {k: v.numpy() for k, v in module(features).items()}

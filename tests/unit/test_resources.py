@@ -12,6 +12,7 @@ from selectlab import resources as res
 from selectlab.config import load_config
 from selectlab.evaluate.resolve import eval_shape
 from selectlab.raters.resolve import resources as rater_shape
+from selectlab.selection.resolve import selection_job_shape
 from selectlab.train.launch import node_launcher
 from selectlab.train.resolve import pretrain_shape
 
@@ -40,8 +41,11 @@ def test_every_rule_sized_by_name_has_a_schema_default():
     rules = set(re.findall(r"^\s*rule (\w+):", text, re.MULTILINE))
     listed = set(res._schema(res.RESOURCES_SCHEMA)["properties"])
     assert sized and sized <= rules
-    # Evaluation rules are listed too: their defaults sit under the preset-derived sizes.
-    assert listed == sized | {"eval_perplexity", "eval_icl"}
+    # Evaluation rules are listed too: their defaults sit under the preset-derived sizes; so are
+    # selection's, under selection.memory_mb (both below).
+    derived = set(re.findall(r'selection_job_shape\(config, "(\w+)"\)', text))
+    assert derived == {"select", "rank_scores"} and derived <= rules
+    assert listed == sized | derived | {"eval_perplexity", "eval_icl"}
 
 
 def test_cpu_job_is_threads_and_memory_only():
@@ -81,6 +85,18 @@ def test_stage_shapes_layer_their_config_over_their_schema_defaults(config):
                                             "nodes": 1}
     assert eval_shape(config, "eval_icl", name) == {"gpu": 0, "cpus": 2, "mem_mb": 8000,
                                                     "runtime": 240, "nodes": 1}
+
+
+def test_selection_jobs_ask_for_the_memory_they_stream_within(config):
+    config["selection"]["memory_mb"] = 3000
+    assert selection_job_shape(config, "select") == {"gpu": 0, "cpus": 1, "mem_mb": 3000,
+                                                     "runtime": 120, "nodes": 1}
+    assert selection_job_shape(config, "rank_scores")["mem_mb"] == 3000
+    assert selection_job_shape(config, "rank_scores")["runtime"] == 240
+    config["resources"] = {"select": {"mem_mb": 16000, "runtime": 30}}
+    assert selection_job_shape(config, "select")["mem_mb"] == 16000
+    assert selection_job_shape(config, "select")["runtime"] == 30
+    assert selection_job_shape(config, "rank_scores")["mem_mb"] == 3000
 
 
 def test_an_evaluation_on_a_gpu_takes_one_gpus_share_of_the_preset(config):

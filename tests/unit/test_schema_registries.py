@@ -8,8 +8,10 @@ from pathlib import Path
 import yaml
 
 from selectlab.annotate.registry import FAMILIES
+from selectlab.mates.plan import FAMILY_KIND as MATES_FAMILY_KIND
 from selectlab.raters.spec import RATERS
 from selectlab.selection.methods import METHODS
+from selectlab.selection.resolve import MATES_METHOD
 
 SCHEMA = Path(__file__).resolve().parents[2] / "config" / "schema"
 
@@ -19,8 +21,11 @@ def schema(name: str) -> dict:
 
 
 def test_selection_method_enum_is_the_registered_methods():
+    # MATES is selected stage by stage (its stages use registered methods), so it is a method
+    # of the configuration without being one of a single selection job.
     enum = schema("variants.schema.yaml")["properties"]["method"]["enum"]
-    assert sorted(enum) == sorted(METHODS)
+    assert MATES_METHOD not in METHODS
+    assert sorted(enum) == sorted([*METHODS, MATES_METHOD])
 
 
 def test_annotation_family_kinds_are_the_registered_kinds():
@@ -30,7 +35,9 @@ def test_annotation_family_kinds_are_the_registered_kinds():
     for choice in choices:
         definition = annotate["$defs"][choice["$ref"].removeprefix("#/$defs/")]
         kinds.append(definition["properties"]["kind"]["const"])
-    assert sorted(kinds) == sorted(FAMILIES)
+    # MATES influence families are generated from the `mates` section, never configured.
+    assert MATES_FAMILY_KIND not in kinds
+    assert sorted([*kinds, MATES_FAMILY_KIND]) == sorted(FAMILIES)
 
 
 def test_rater_names_are_the_raters_that_exist():

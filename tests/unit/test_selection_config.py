@@ -8,15 +8,18 @@ from pathlib import Path
 
 import pytest
 import yaml
-from snakemake.exceptions import WorkflowError
-from snakemake.utils import validate
+from snakemake.utils import validate as snakemake_validate
 
 from selectlab import config as cfg_loader
+from selectlab import resources as res
+from selectlab.schema import ConfigError, forget_schemas, validate_config
 from selectlab.selection import resolve as cfg
+from selectlab.selection.grids import grid_variants
 from selectlab.train import resolve as train
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = str(REPO / "config" / "schema" / "config.schema.yaml")
+VARIANT_SET = str(REPO / "config" / "schema" / "variant_set.schema.yaml")
 CONFIGS = {name: REPO / path for name, path in
            {"default": "config/config.yaml", "test": ".test/config.yaml",
             "paper": "config/paper.yaml"}.items()}
@@ -25,6 +28,34 @@ CONFIGS = {name: REPO / path for name, path in
 def load(name: str) -> dict:
     """A shipped config with its variant grids expanded, as the workflow sees it."""
     return cfg_loader.load_config(CONFIGS[name])
+
+
+def validate(config: dict, schema: str) -> dict:
+    return validate_config(config, schema)
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_schema_files_are_read_once_and_fill_in_snakemakes_defaults(name, monkeypatch):
+    # What the Snakefile checks: the config as written, then the variants its grids expand into;
+    # job sizes then read their defaults from the same parsed files.
+    theirs, ours = (yaml.safe_load(CONFIGS[name].read_text()) for _ in range(2))
+    snakemake_validate(theirs, SCHEMA)
+    their_grids = grid_variants(theirs["variants"])
+    snakemake_validate(their_grids, VARIANT_SET)
+    forget_schemas()
+    res._schema.cache_clear()
+    reads = []
+    read_text = Path.read_text
+    monkeypatch.setattr(Path, "read_text",
+                        lambda self, *args, **kw: reads.append(self.name)
+                        or read_text(self, *args, **kw))
+    validate(ours, SCHEMA)
+    our_grids = validate_config(grid_variants(ours["variants"]), VARIANT_SET)
+    assert res.rule_shape(ours, "select")["runtime"] == 120
+    assert res.schema_default("raters.schema.yaml", "$defs", "resources")
+    assert ours == theirs and ours["selection"]["memory_mb"] == 8000
+    assert our_grids == their_grids
+    assert sorted(reads) == sorted(p.name for p in Path(SCHEMA).parent.glob("*.schema.yaml"))
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))
@@ -39,6 +70,7 @@ def test_shipped_configs_validate_and_every_variant_resolves(name):
         assert selection["budget_tokens"] > 0
         train.resolve_pretrain(config, variant)
         cfg.selection_raters(config, variant)
+        cfg.selection_ranks(config, variant)
         for parent in [train.init_variant(config, variant)]:
             assert parent is None or parent in config["variants"]
     for search, proxies in cfg.metarater_fits(config):
@@ -64,6 +96,10 @@ def test_paper_config_lists_every_family_of_the_three_papers():
     assert sorted(n for s, n in cfg.metarater_fits(config) if s == "all25") == [32, 64, 128, 256,
                                                                              512]
     assert config["selection"]["budget_tokens"] == 30_000_000_000
+    # The 46M proxy ablation trains on the 18M search's selections, and says so.
+    assert cfg.resolve_selection(config, "all25_46m__proxy007")["shared_from"] == "all25__proxy007"
+    assert sorted(cfg.ranked_scores(config)) == ["dsir", "fineweb_edu", "prrc", "qurater",
+                                                 "signals", "wanjuan"]
 
 
 def test_paper_config_judges_rates_and_annotates_with_real_models():
@@ -97,7 +133,7 @@ def test_schema_rejects_bad_params_per_method(mutate, message):
     config["variants"]["edu"] = copy.deepcopy(variant)
     validate(copy.deepcopy(config), SCHEMA)
     mutate(config["variants"]["edu"])
-    with pytest.raises(WorkflowError) as error:
+    with pytest.raises(ConfigError) as error:
         validate(config, SCHEMA)
     assert message in str(error.value)
 
@@ -105,11 +141,11 @@ def test_schema_rejects_bad_params_per_method(mutate, message):
 def test_schema_reserves_proxy_names_and_checks_searches():
     config = load("default")
     config["variants"]["model_free__proxy001"] = {"family": "baseline", "method": "uniform"}
-    with pytest.raises(WorkflowError):
+    with pytest.raises(ConfigError, match="variants"):
         validate(config, SCHEMA)
     config = load("default")
     config["metarater"]["searches"]["model_free"]["proxies"] = 1
-    with pytest.raises(WorkflowError):
+    with pytest.raises(ConfigError, match="proxies"):
         validate(config, SCHEMA)
 
 

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from selectlab.selection.methods import METHODS, required_raters, score_columns
+from selectlab.selection.ranks import rank_scores
 from selectlab.selection.run import SelectionSpec, select_variant
 from selectlab.selection.synthetic import write_synthetic_sidecars
 
@@ -46,6 +47,7 @@ VARIANTS = {
 def attributes(tmp_path_factory):
     directory = tmp_path_factory.mktemp("attributes")
     quality = write_synthetic_sidecars(directory, SHARDS, DOCS, seed=3)
+    rank_scores(directory, ["scores.good", "scores.bad", "scores.rating", "scores.noise"], SHARDS)
     return directory, np.concatenate([quality[s] for s in SHARDS])
 
 

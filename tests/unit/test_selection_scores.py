@@ -15,9 +15,9 @@ from selectlab.selection.overlap import (
     overlap_matrix,
     read_selection_keys,
 )
-from selectlab.selection.pool import Pool, iter_vectors
+from selectlab.selection.pool import iter_vectors, scan_pool
 from selectlab.selection.scores import ScoreRef
-from selectlab.selection.strata import stratum_codes, where_mask
+from selectlab.selection.strata import WhereFilter, build_strata
 
 
 def test_score_references_parse_with_an_optional_minus():
@@ -54,32 +54,39 @@ def test_z_scores_have_zero_mean_unit_variance_over_present_values():
         sc.z_scores(np.full(3, np.nan, dtype=np.float32))
 
 
-def make_pool(sources: list[int]) -> Pool:
-    n = len(sources)
-    return Pool(["s"], np.zeros(n, np.uint32), np.arange(n, dtype=np.uint32),
-                np.full(n, 10, np.int64), np.array(sources, np.int32), ["A", "B"])
+def small_pool(directory, columns: dict, sources: list[str]):
+    """One-shard pool of five documents with a sidecar family `x` holding `columns`."""
+    for family, frame in (("meta", {"n_tokens": [10] * 5, "set_name": sources}), ("x", columns)):
+        (directory / family).mkdir()
+        pd.DataFrame(frame).to_parquet(directory / family / "s.parquet")
+    return scan_pool(directory, ["s"], [5], spill=False)
 
 
-def test_strata_combine_source_and_a_category_into_present_pairs():
-    pool = make_pool([0, 0, 1, 1, 1])
-    domains = (np.array([0, 1, 1, 1, 0], np.int32), ["law", "med"])
-    codes, names = stratum_codes(pool, ["set_name", "x.domain"], lambda ref: domains)
-    assert names == ["A/law", "A/med", "B/law", "B/med"]
-    assert codes.tolist() == [0, 1, 3, 3, 2]
-    codes, names = stratum_codes(pool, [], lambda ref: domains)
-    assert names == ["all"] and set(codes.tolist()) == {0}
+def test_strata_combine_source_and_a_category_into_present_pairs(tmp_path):
+    pool, store = small_pool(tmp_path, {"domain": ["law", "med", "med", "med", "law"]},
+                             ["A", "A", "B", "B", "B"])
+    strata = build_strata(pool, store, ["set_name", "x.domain"])
+    assert strata.names == ["A/law", "A/med", "B/law", "B/med"]
+    assert store.chunk("stratum", 0).tolist() == [0, 1, 3, 3, 2]
+    assert strata.pool_documents.tolist() == [1, 1, 1, 2]
+    assert strata.pool_tokens.tolist() == [10, 10, 10, 20]
+    strata = build_strata(pool, store, [])
+    assert strata.names == ["all"] and set(store.chunk("stratum", 0).tolist()) == {0}
+    with pytest.raises(ValueError, match="cannot be negated"):
+        build_strata(pool, store, ["-x.domain"])
 
 
-def test_where_keeps_listed_values_numbers_or_categories():
-    pool = make_pool([0, 0, 1, 1, 1])
-    numbers = np.array([5, 4, 5, np.nan, 1], np.float32)
-    categories = (np.array([0, 1, 1, 2, 0], np.int32), ["A", "B", "(missing)"])
-    mask = where_mask(pool, {"x.level": [5]}, lambda ref: numbers, lambda ref: categories)
+def test_where_keeps_listed_values_numbers_or_categories(tmp_path):
+    pool, _ = small_pool(tmp_path, {"level": [5, 4, 5, None, 1],
+                                    "domain": ["A", "B", "B", None, "A"]}, ["S"] * 5)
+    missing: dict[str, int] = {}
+    [mask] = list(WhereFilter(pool, {"x.level": [5]}, missing).chunks())
     assert mask.tolist() == [True, False, True, False, False]
-    mask = where_mask(pool, {"x.domain": ["B"]}, lambda ref: numbers, lambda ref: categories)
+    assert missing == {"x.level": 1}
+    [mask] = list(WhereFilter(pool, {"x.domain": ["B"]}, missing).chunks())
     assert mask.tolist() == [False, True, True, False, False]
     with pytest.raises(ValueError, match="all numbers or all strings"):
-        where_mask(pool, {"x.domain": ["B", 1]}, lambda ref: numbers, lambda ref: categories)
+        WhereFilter(pool, {"x.domain": ["B", 1]}, missing)
 
 
 def test_overlap_matrix_is_symmetric_jaccard(tmp_path):
@@ -125,8 +132,18 @@ def test_category_codes_follow_sorted_names_across_shards_with_missing_values():
     from selectlab.selection.pool import MISSING_CATEGORY, CategoryCodes
 
     categories = CategoryCodes()
-    categories.add(pa.chunked_array([pa.array(["law", "med", None, "law"])]))
-    categories.add(pa.chunked_array([pa.array(["fin", "med"])]))
-    codes, names = categories.finish()
+    first = categories.add(pa.chunked_array([pa.array(["law", "med", None, "law"])]))
+    second = categories.add(pa.chunked_array([pa.array(["fin", "med"]).dictionary_encode()]))
+    remap, names = categories.finish()
     assert names == sorted(["law", "med", "fin", MISSING_CATEGORY])
+    codes = remap[np.concatenate([first, second])]
     assert [names[c] for c in codes] == ["law", "med", MISSING_CATEGORY, "law", "fin", "med"]
+
+
+def test_unused_dictionary_values_name_no_category():
+    from selectlab.selection.pool import CategoryCodes
+
+    categories = CategoryCodes()
+    encoded = pa.DictionaryArray.from_arrays(pa.array([1, 1]), pa.array(["unused", "used"]))
+    categories.add(pa.chunked_array([encoded]))
+    assert categories.finish()[1] == ["used"]

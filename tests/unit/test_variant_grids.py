@@ -1,6 +1,6 @@
 """Variant grids: config/paper.yaml states each paper's design as grids, and they expand into
-exactly the 76 rows it spelt out before (names are output paths); the schema checks grids and
-the variants they produce."""
+exactly the 76 rows it spelt out before, plus the MATES row added since (names are output
+paths); the schema checks grids and the variants they produce."""
 
 from __future__ import annotations
 
@@ -14,11 +14,13 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from selectlab.config import load_config
+from selectlab.schema import ConfigError, validate_config
 from selectlab.selection.grids import expand_variants, grid_variants, is_grid
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = REPO / "config" / "schema"
-# The rows of config/paper.yaml as written out before grids (main@6509020), in order.
+# The rows of config/paper.yaml as written out before grids (main@6509020), in order, and the
+# MATES row (issue 17) where it stands.
 RECORDED = json.loads((Path(__file__).parent / "data" / "paper_variants.json").read_text())
 
 QURATING = {
@@ -39,7 +41,7 @@ def raw_paper() -> dict:
 def test_paper_grids_expand_into_the_recorded_rows_in_order():
     expanded = load_config(REPO / "config" / "paper.yaml")["variants"]
     recorded = RECORDED["variants"]
-    assert len(recorded) == 76
+    assert len(recorded) == 77
     assert list(expanded) == [row["name"] for row in recorded]
     for row in recorded:
         # JSON text, so 0 vs 0.0 and key order count too (jobs receive their params as JSON).
@@ -55,7 +57,7 @@ def test_paper_states_each_design_as_a_grid():
                      "metarater_proxy_counts": 4}
     assert list(grids["qurating_criteria"]["grid"]["mode"]) == ["top", "t1", "t2", "inverse"]
     assert grids["overall_levels"]["grid"]["level"] == [1, 2, 3, 4, 5]
-    assert len(variants) == 76 - sum(sizes.values()) + len(sizes)
+    assert len(variants) == 77 - sum(sizes.values()) + len(sizes)
 
 
 def test_placeholders_fill_names_labels_and_typed_values():
@@ -109,3 +111,19 @@ def test_schema_checks_grids_and_the_variants_they_produce():
     validate(copy.deepcopy(bad), str(SCHEMA / "config.schema.yaml"))
     with pytest.raises(WorkflowError, match=r"_t1'\]\['params'\]\['tau'\]"):
         validate(grid_variants(bad["variants"]), str(SCHEMA / "variant_set.schema.yaml"))
+
+
+def test_the_workflows_validation_checks_grids_and_their_variants_alike():
+    # The Snakefile validates with selectlab.schema (each schema file read once), not Snakemake's.
+    config = raw_paper()
+    validate_config(copy.deepcopy(config), SCHEMA / "config.schema.yaml")
+    validate_config(grid_variants(config["variants"]), SCHEMA / "variant_set.schema.yaml")
+    bad = copy.deepcopy(config)
+    bad["variants"]["overall_levels"]["grid"]["level"] = []
+    with pytest.raises(ConfigError, match="overall_levels"):
+        validate_config(bad, SCHEMA / "config.schema.yaml")
+    bad = copy.deepcopy(config)
+    bad["variants"]["qurating_criteria"]["grid"]["mode"]["t1"]["tau"] = "one"
+    validate_config(copy.deepcopy(bad), SCHEMA / "config.schema.yaml")
+    with pytest.raises(ConfigError, match=r"at \w+_t1/params/tau: 'one'"):
+        validate_config(grid_variants(bad["variants"]), SCHEMA / "variant_set.schema.yaml")

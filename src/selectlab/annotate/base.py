@@ -60,6 +60,11 @@ class Annotator(ABC):
         Families that compute every value (rules, forward passes) have none."""
         return {}
 
+    def model_shape(self):
+        """The family model's `selectlab.flops.ModelShape` (its FLOPs are inference over
+        `input_tokens` plus generated tokens); None for families without a model."""
+        return None
+
 
 def no_fitted_inputs(run_dir: str, name: str, params: dict) -> list[str]:
     return []

@@ -163,6 +163,15 @@ class GenerativeDataManAnnotator(RaterAnnotator):
     def failure_counts(self) -> dict[str, int]:
         return dict(self.failures)
 
+    def model_shape(self):
+        from transformers import AutoConfig
+
+        from selectlab.flops import config_shape
+        from selectlab.raters.io import MODEL_DIR
+
+        config = AutoConfig.from_pretrained(str(self.rater_dir / MODEL_DIR))
+        return config_shape(config, int(self.rater.card["max_length"]))
+
     @property
     def output_tokens(self) -> int:
         """Generated tokens, every attempt included (DataMan's Table 10 output speed)."""

@@ -9,10 +9,13 @@ the papers. Hashes are memoised per token, and a batch of documents is featurise
 vectorised pass over all its tokens.
 
 Model. Bucket counts are summed over the target texts and over a seeded sample of the training
-shards (the raw distribution); each becomes a distribution with add-one (Laplace) smoothing,
-p[k] = (count[k] + 1) / (total + B). The log importance weight of a document is
-sum over its n-gram features of (log p_target[bucket] - log p_raw[bucket]): the log of
-p_target(doc) / p_raw(doc) under the two bag-of-n-grams models, not normalised by length.
+shards (the raw distribution). Smoothing (the family's `smoothing`):
+    epsilon (default)  log(count[k] / total + 1e-8), as the reference implementation (the
+                       `data-selection` package's HashedNgramDSIR) takes its log ratios;
+    laplace            add-one smoothing, log((count[k] + 1) / (total + B)).
+The log importance weight of a document is sum over its n-gram features of
+(log p_target[bucket] - log p_raw[bucket]): the log of p_target(doc) / p_raw(doc) under the two
+bag-of-n-grams models, not normalised by length.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ BIGRAM_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
 MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
 MIX_2 = np.uint64(0x94D049BB133111EB)
 DEFAULT_CACHE_TOKENS = 2_000_000
+SMOOTHINGS = ("epsilon", "laplace")
+REFERENCE_EPSILON = 1e-8  # data-selection: log(probs + 1e-8)
 
 
 def token_hash(token: str) -> int:
@@ -110,10 +115,14 @@ class NgramHasher:
         return counts, n_texts
 
 
-def log_distribution(counts: np.ndarray) -> np.ndarray:
-    """log of the add-one smoothed distribution over buckets."""
+def log_distribution(counts: np.ndarray, smoothing: str = "epsilon") -> np.ndarray:
+    """log of the smoothed distribution over buckets (see the module docstring)."""
     counts = np.asarray(counts, dtype=np.float64)
-    return np.log(counts + 1.0) - np.log(counts.sum() + len(counts))
+    if smoothing == "epsilon":
+        return np.log(counts / counts.sum() + REFERENCE_EPSILON)
+    if smoothing == "laplace":
+        return np.log(counts + 1.0) - np.log(counts.sum() + len(counts))
+    raise ValueError(f"DSIR smoothing must be one of {SMOOTHINGS}, got {smoothing!r}")
 
 
 @dataclass
@@ -126,10 +135,11 @@ class DsirModel:
     def buckets(self) -> int:
         return int(self.raw_counts.shape[0])
 
-    def log_ratios(self) -> np.ndarray:
+    def log_ratios(self, smoothing: str = "epsilon") -> np.ndarray:
         """(targets, buckets): log p_target - log p_raw per bucket."""
-        raw = log_distribution(self.raw_counts)
-        return np.stack([log_distribution(counts) - raw for counts in self.target_counts])
+        raw = log_distribution(self.raw_counts, smoothing)
+        return np.stack([log_distribution(counts, smoothing) - raw
+                         for counts in self.target_counts])
 
     def save(self, path: str | Path) -> None:
         with atomic_path(path) as tmp:
@@ -156,13 +166,13 @@ def fit_dsir(targets: dict[str, Iterable[str]], raw_texts: Iterable[str], bucket
     target_counts, card = [], {}
     for name, texts in sorted(targets.items()):
         counts, n_docs = hasher.count(texts)
-        if n_docs == 0:
-            raise ValueError(f"DSIR target {name!r} has no documents")
+        if n_docs == 0 or not counts.any():
+            raise ValueError(f"DSIR target {name!r} has no documents with words")
         target_counts.append(counts)
         card[name] = {"documents": n_docs, "features": int(counts.sum())}
     raw_counts, n_raw = hasher.count(raw_texts)
-    if n_raw == 0:
-        raise ValueError("the DSIR raw sample has no documents")
+    if n_raw == 0 or not raw_counts.any():
+        raise ValueError("the DSIR raw sample has no documents with words")
     card["raw"] = {"documents": n_raw, "features": int(raw_counts.sum())}
     model = DsirModel(targets=sorted(targets), target_counts=np.stack(target_counts),
                       raw_counts=raw_counts)
@@ -184,10 +194,14 @@ class DsirAnnotator(Annotator):
     kind = "dsir"
     model_label = "hashed 1-2-grams"
 
-    def __init__(self, model_path: str | Path, buckets: int, targets: Sequence[str]):
+    def __init__(self, model_path: str | Path, buckets: int, targets: Sequence[str],
+                 smoothing: str = "epsilon"):
+        if smoothing not in SMOOTHINGS:
+            raise ValueError(f"DSIR smoothing must be one of {SMOOTHINGS}, got {smoothing!r}")
         self.model_path = Path(model_path)
         self.buckets = buckets
         self.targets = sorted(targets)
+        self.smoothing = smoothing
         self._hasher = NgramHasher(buckets)
         self._log_ratios: np.ndarray | None = None
 
@@ -197,7 +211,7 @@ class DsirAnnotator(Annotator):
             raise ValueError(f"{self.model_path} was fitted with {model.buckets} buckets and "
                              f"targets {model.targets}; the config asks for {self.buckets} and "
                              f"{self.targets}: re-run fit_dsir")
-        self._log_ratios = model.log_ratios()
+        self._log_ratios = model.log_ratios(self.smoothing)
 
     @property
     def schema(self) -> pa.Schema:

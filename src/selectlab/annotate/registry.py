@@ -16,6 +16,7 @@ from selectlab.annotate.embedding import MINILM, MINILM_LABEL, EmbeddingAnnotato
 from selectlab.annotate.rater_family import RaterAnnotator, rater_dir_inputs, rater_dir_of
 from selectlab.annotate.refppl import SMOLLM2_GGUF, SMOLLM2_LABEL, ReferenceLMAnnotator
 from selectlab.annotate.signals import SignalsAnnotator
+from selectlab.mates import annotator as mates_influence
 
 
 def build_signals(params: dict, fitted: list[str], gpus: int) -> Annotator:
@@ -23,7 +24,8 @@ def build_signals(params: dict, fitted: list[str], gpus: int) -> Annotator:
 
 
 def build_dsir(params: dict, fitted: list[str], gpus: int) -> Annotator:
-    return DsirAnnotator(fitted[0], params["buckets"], list(params["targets"]))
+    return DsirAnnotator(fitted[0], params["buckets"], list(params["targets"]),
+                         params.get("smoothing", "epsilon"))
 
 
 def dsir_fitted(run_dir: str, name: str, params: dict) -> list[str]:
@@ -81,6 +83,10 @@ FAMILIES: dict[str, FamilyKind] = {
                         uses_model=True),
     "rater_generative": FamilyKind(build=build_rater_generative, fitted_inputs=rater_fitted,
                                    container="vllm", uses_model=True),
+    # Generated per MATES stage from a `mates` variant (selectlab.mates.plan), not configured.
+    "mates_influence": FamilyKind(build=mates_influence.build,
+                                  fitted_inputs=mates_influence.fitted_inputs, container="train",
+                                  uses_model=True),
 }
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from selectlab import layout
-from selectlab.annotate.dsir_sources import is_heldout, sample_shards, target_files
+from selectlab.annotate.dsir_sources import is_pool_split, sample_shards, target_files
 from selectlab.annotate.refppl import SMOLLM2_GGUF
 from selectlab.annotate.registry import family_kind
 from selectlab.resources import job_shape, schema_default
@@ -21,10 +21,16 @@ def family_names(config: dict) -> list[str]:
 
 
 def family_config(config: dict, name: str) -> dict:
+    """A configured family, or a MATES influence family generated from a `mates` variant."""
+    from selectlab.mates.plan import family_entry
+
     families = config["annotate"]["families"]
-    if name not in families:
+    if name in families:
+        return families[name]
+    generated = family_entry(config, name)
+    if generated is None:
         raise ValueError(f"no annotation family {name!r}; configured: {sorted(families)}")
-    return families[name]
+    return generated
 
 
 def resolve_family(config: dict, name: str) -> dict:
@@ -72,6 +78,9 @@ def dsir_seed(config: dict, name: str) -> int:
 def resolve_fit_dsir(config: dict, name: str) -> dict:
     """What `selectlab annotate fit-dsir` needs for one DSIR family."""
     family = family_config(config, name)
+    if dsir_uses_pool_split(config, name) and config["corpus"]["mode"] != "embedded":
+        raise ValueError(f"annotate.families.{name}: pool: targets read the embedded corpus's "
+                         "DSIR target split; with SlimPajama name the target sets' files")
     return {"targets": family["targets"], "buckets": family["buckets"],
             "raw_sample_docs": family["raw_sample_docs"], "seed": dsir_seed(config, name),
             "max_doc_chars": config["corpus"]["reader"]["max_doc_chars"]}
@@ -88,13 +97,13 @@ def dsir_shard_files(config: dict, name: str,
     return {shard: shard_files[shard] for shard in dsir_raw_shards(config, name, list(shard_files))}
 
 
-def dsir_uses_heldout(config: dict, name: str) -> bool:
-    return any(is_heldout(spec) for spec in family_config(config, name)["targets"].values())
+def dsir_uses_pool_split(config: dict, name: str) -> bool:
+    return any(is_pool_split(spec) for spec in family_config(config, name)["targets"].values())
 
 
-def dsir_heldout_inputs(config: dict, root: str, name: str) -> list[str]:
-    """The held-out validation split, when a DSIR target is one of its sources."""
-    return [layout.heldout(root, "validation")] if dsir_uses_heldout(config, name) else []
+def dsir_target_split_inputs(config: dict, root: str, name: str) -> list[str]:
+    """The corpus's DSIR target split, when a target reads it ([] otherwise)."""
+    return [layout.dsir_target(root)] if dsir_uses_pool_split(config, name) else []
 
 
 def dsir_target_files(config: dict, name: str) -> list[str]:

@@ -48,6 +48,7 @@ class ShardStats:
     peak_device_gb: float | None
     read_report: dict = field(default_factory=dict)
     output_tokens: int = 0  # scoring families generate nothing
+    cost: dict = field(default_factory=dict)  # selectlab.flops.cost_record of the job
 
     @property
     def docs_per_s(self) -> float:
@@ -189,15 +190,32 @@ def annotate_shard(inputs: Sequence[str | Path], meta_path: str | Path, annotato
                 writer.close()
     seconds = time.perf_counter() - started
     model_tokens = annotator.input_tokens
+    output_tokens = int(getattr(annotator, "output_tokens", 0) or 0)
     stats = ShardStats(
         family=family, kind=annotator.kind, shard=shard, model=annotator.model_label,
         device=annotator.device, documents=rows,
         input_tokens=corpus_tokens if model_tokens is None else model_tokens,
         token_unit="corpus" if model_tokens is None else "model",
         setup_seconds=setup_seconds, seconds=seconds, peak_rss_gb=peak_rss_gb(),
-        peak_device_gb=annotator.peak_device_memory_gb(), read_report=read_summary(report))
+        peak_device_gb=annotator.peak_device_memory_gb(), read_report=read_summary(report),
+        output_tokens=output_tokens, cost=job_cost(annotator, model_tokens, output_tokens,
+                                                   setup_seconds + seconds))
     LOG.info(stats.log_line())
     return stats
+
+
+def job_cost(annotator: Annotator, input_tokens: int | None, output_tokens: int,
+             seconds: float) -> dict:
+    """The job's FLOPs (inference over the tokens its model read and wrote; 0 without a model)
+    and time, on the device it ran on."""
+    from selectlab.flops import cost_record, inference_flops
+
+    shape = annotator.model_shape()
+    tokens = (input_tokens or 0) + output_tokens if shape is not None else 0
+    flops = inference_flops(shape, tokens) if shape is not None else 0.0
+    gpus = 1 if annotator.device.startswith("cuda") else 0
+    return cost_record("inference", flops, seconds=seconds, gpus=gpus, device=annotator.device,
+                       shape=shape, tokens=tokens)
 
 
 def read_summary(report: ReadReport) -> dict:

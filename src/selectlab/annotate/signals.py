@@ -1,14 +1,19 @@
 """The 11 RedPajama-V2 natural-language quality signals that Meta-rater rates documents with.
 
-Definitions (our implementation; the RedPajama-V2 name of each signal is given in brackets):
+Each signal follows the definition of RedPajama-V2's quality-signal pipeline
+(togethercomputer/RedPajama-Data, `app/src/core/quality_signals/`, the `rps_*` signals; Meta-rater
+Table 5 lists the 11 and quotes their descriptions). Our implementation; the upstream name of
+each signal is given in brackets.
 
-Text views
-    raw words         `text.split()`: maximal runs of non-whitespace.
-    normalised text   the text with ASCII punctuation (`string.punctuation`) deleted, lower-cased,
-                      whitespace runs collapsed to one space, stripped, then Unicode NFD.
+Text views (upstream's `Document`)
+    raw words         word and punctuation runs of the raw text, `\\w+|[^\\w\\s]+` (the
+                      WordPunct tokenisation upstream uses).
+    normalised text   ASCII punctuation (`string.punctuation`) deleted, lower-cased, stripped,
+                      whitespace runs collapsed to one space, then Unicode NFD.
     normalised words  the normalised text split on whitespace.
-    lines             `text.splitlines()`, keeping only lines with a non-whitespace character
-                      (a blank line carries no signal and would only dilute the line means).
+    lines             the text cut after every "\\n" (a line keeps its "\\n"; a last line
+                      without one counts when it is not empty). Blank lines are lines.
+    normalised line   a line's normalised text.
 
 Document signals
     doc_word_count [rps_doc_word_count]
@@ -22,28 +27,31 @@ Document signals
     doc_unigram_entropy [rps_doc_unigram_entropy]
         -sum(c/N * ln(c/N)) over the counts c of the distinct normalised words, N their total.
     doc_frac_no_alph_words [rps_doc_frac_no_alph_words]
-        fraction of raw words that contain no alphabetic character (any Unicode letter).
+        fraction of raw words without an ASCII letter (a-z, A-Z).
     doc_frac_chars_top_2gram / _3gram [rps_doc_frac_chars_top_2gram / _3gram]
         over the normalised words: occurrences of the most frequent word n-gram times the
-        characters of its words, divided by the characters of all normalised words. Ties go to
-        the n-gram that occurs first; a document with fewer than n words scores 0.
+        characters of its words, divided by the characters of all normalised words; 0 when no
+        n-gram occurs twice (or there are fewer than n words). Ties go to the n-gram that occurs
+        first.
 
-Line signals (RedPajama-V2 gives one value per line; a document gets their mean over its lines)
+Line signals (upstream gives one value per line; a document gets their mean over its lines,
+blank lines included: Meta-rater rates documents and does not say how it reduced the lines, so
+the mean is our choice)
     lines_uppercase_letter_fraction [rps_lines_uppercase_letter_fraction]
-        uppercase characters / characters of the raw line.
+        uppercase characters / characters of the line (its "\\n" counted).
     lines_numerical_chars_fraction [rps_lines_numerical_chars_fraction]
-        numeric characters (`str.isnumeric`) / characters of the normalised line (0 when the
-        normalised line is empty, e.g. a line of punctuation).
+        numeric characters (`str.isnumeric`) / characters of the normalised line; 0 when the
+        normalised line is empty (a blank line, a line of punctuation).
     lines_ending_with_terminal_punctuation_mark
     [rps_lines_ending_with_terminal_punctution_mark, sic]
-        1 when the raw line, right-stripped, ends with one of . ! ? " and 0 otherwise; the mean
-        is the fraction of lines that do.
+        1 when the line, right-stripped, ends with one of . ! ? and the right double quotation
+        mark U+201D, else 0; the mean is the fraction of lines that do.
 
-Missing values: a document without normalised words (empty, whitespace or punctuation only) has
-word count 0 and null word statistics (`missing_reason` "no_words"); without raw words its
-non-alphabetic fraction is null too; without a non-blank line its line signals are null
-("no_lines"). Every other value is a finite number for any string, including lone surrogates
-left by undecodable bytes.
+Missing values: without normalised words the word statistics are null (`missing_reason`
+"no_words", word count 0), without raw words the non-alphabetic fraction is null too, and an
+empty text has no line ("no_lines"). Upstream rounds to 8 decimals; we keep full precision.
+Every other value is a finite number for any string, including lone surrogates left by
+undecodable bytes.
 """
 
 from __future__ import annotations
@@ -64,8 +72,9 @@ from selectlab.shards import Document
 PUNCTUATION = str.maketrans("", "", string.punctuation)
 WHITESPACE_RUN = re.compile(r"\s+")
 SENTENCE = re.compile(r"\b[^.!?]+[.!?]*")
-LETTER = re.compile(r"[^\W\d_]")  # a word character that is neither a digit nor "_"
-TERMINAL_MARKS = (".", "!", "?", '"')
+RAW_WORD = re.compile(r"\w+|[^\w\s]+")
+ASCII_LETTER = re.compile(r"[a-zA-Z]")
+TERMINAL_MARKS = (".", "!", "?", "\u201d")
 
 COUNT_COLUMNS = ("doc_word_count", "doc_num_sentences")
 LINE_COLUMNS = ("lines_uppercase_letter_fraction", "lines_numerical_chars_fraction",
@@ -82,12 +91,21 @@ SIGNALS_SCHEMA = pa.schema(
 def normalize(text: str) -> str:
     """The normalised view of a text (see the module docstring)."""
     lowered = text.translate(PUNCTUATION).lower()
-    return unicodedata.normalize("NFD", WHITESPACE_RUN.sub(" ", lowered).strip())
+    return unicodedata.normalize("NFD", WHITESPACE_RUN.sub(" ", lowered.strip()))
 
 
 def normalized_words(text: str) -> list[str]:
-    # Splitting makes the whitespace collapse and strip of `normalize` unnecessary.
+    # NFD neither makes nor removes whitespace, so splitting replaces the strip and collapse.
     return unicodedata.normalize("NFD", text.translate(PUNCTUATION).lower()).split()
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as upstream cuts them: each keeps its "\\n"; a non-empty tail is a line too."""
+    pieces = text.split("\n")
+    lines = [piece + "\n" for piece in pieces[:-1]]
+    if pieces[-1]:
+        lines.append(pieces[-1])
+    return lines
 
 
 def frac_chars_top_ngram(words: Sequence[str], n: int, total_chars: int) -> float:
@@ -96,7 +114,17 @@ def frac_chars_top_ngram(words: Sequence[str], n: int, total_chars: int) -> floa
     counts = Counter(zip(*(words[i:] for i in range(n)), strict=False))
     # max() keeps the first of equal counts, and a Counter iterates in first-occurrence order.
     gram, count = max(counts.items(), key=itemgetter(1))
+    if count < 2:
+        return 0.0
     return count * sum(map(len, gram)) / total_chars
+
+
+def frac_no_alph_words(text: str) -> float | None:
+    words = RAW_WORD.findall(text)
+    if not words:
+        return None
+    with_letter = sum(1 for word in words if ASCII_LETTER.search(word))
+    return 1.0 - with_letter / len(words)
 
 
 def unigram_entropy(counts: Counter) -> float:
@@ -117,14 +145,24 @@ def word_signals(words: list[str]) -> dict[str, float]:
     }
 
 
+def numeric_fraction_of_normalized(line: str) -> float:
+    """Numeric characters over the length of the line's normalised text (0 when empty)."""
+    decomposed = unicodedata.normalize("NFD", line.translate(PUNCTUATION).lower())
+    words = decomposed.split()
+    if not words:
+        return 0.0
+    # The normalised line is the words joined by single spaces; spaces are never numeric.
+    length = sum(map(len, words)) + len(words) - 1
+    return sum(map(str.isnumeric, decomposed)) / length
+
+
 def line_signals(lines: list[str]) -> dict[str, float]:
     uppercase = numeric = terminal = 0.0
     for line in lines:
         uppercase += sum(map(str.isupper, line)) / len(line)
-        normalized = normalize(line)
-        if normalized:
-            numeric += sum(map(str.isnumeric, normalized)) / len(normalized)
-        terminal += line.rstrip().endswith(TERMINAL_MARKS)
+        if not line.isspace():
+            numeric += numeric_fraction_of_normalized(line)
+            terminal += line.rstrip().endswith(TERMINAL_MARKS)
     return {
         "lines_uppercase_letter_fraction": uppercase / len(lines),
         "lines_numerical_chars_fraction": numeric / len(lines),
@@ -143,11 +181,8 @@ def compute_signals(text: str) -> dict[str, float | int | str | None]:
         values.update(word_signals(words))
     else:
         reasons.append("no_words")
-    raw_words = text.split()
-    if raw_words:
-        without_letter = sum(1 for match in map(LETTER.search, raw_words) if match is None)
-        values["doc_frac_no_alph_words"] = without_letter / len(raw_words)
-    lines = [line for line in text.splitlines() if line.strip()]
+    values["doc_frac_no_alph_words"] = frac_no_alph_words(text)
+    lines = split_lines(text)
     if lines:
         values.update(line_signals(lines))
     else:

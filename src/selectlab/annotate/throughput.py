@@ -21,11 +21,13 @@ from selectlab.shards import atomic_path
 
 COLUMNS = ["family", "kind", "model", "device", "shards", "documents", "input_tokens",
            "token_unit", "seconds", "setup_seconds", "input_tokens_per_s",
-           "output_tokens_per_s", "docs_per_s", "memory_gb", "memory_kind"]
+           "output_tokens_per_s", "docs_per_s", "memory_gb", "memory_kind", "flops",
+           "flops_per_doc", "metarater_flops", "gpu_hours", "wall_hours"]
 MARKDOWN_HEADERS = {
     "family": "Rater", "model": "Model", "device": "Device",
     "input_tokens_per_s": "Input Speed (Tok/s)", "output_tokens_per_s": "Output Speed (Tok/s)",
     "docs_per_s": "Processing Speed (Docs/s)", "memory_gb": "Memory (G)",
+    "flops": "FLOPs", "flops_per_doc": "FLOPs/Doc",
 }
 
 
@@ -53,7 +55,20 @@ def family_row(name: str, jobs: pd.DataFrame) -> dict:
         "docs_per_s": round(rate(jobs["documents"].sum()), 2),
         "memory_gb": round(float(memory.max()), 3),
         "memory_kind": "device" if on_device else "rss",
+        **cost_columns(jobs),
     }
+
+
+def cost_columns(jobs: pd.DataFrame) -> dict:
+    """FLOPs (selectlab.flops: inference over the tokens the family's model read and wrote)
+    and hours of the family's jobs, summed."""
+    costs = [c for c in jobs.get("cost", pd.Series(dtype=object)) if isinstance(c, dict) and c]
+    flops = float(sum(c["flops"] for c in costs))
+    documents = int(jobs["documents"].sum())
+    return {"flops": flops, "flops_per_doc": flops / documents if documents else 0.0,
+            "metarater_flops": float(sum(c.get("metarater_flops", 0.0) for c in costs)),
+            "gpu_hours": float(sum(c["gpu_hours"] for c in costs)),
+            "wall_hours": float(sum(c["wall_hours"] for c in costs))}
 
 
 def throughput_table(stats: pd.DataFrame) -> pd.DataFrame:
@@ -66,13 +81,17 @@ def throughput_table(stats: pd.DataFrame) -> pd.DataFrame:
 
 def to_markdown(table: pd.DataFrame) -> str:
     shown = table[list(MARKDOWN_HEADERS)].rename(columns=MARKDOWN_HEADERS)
+    shown = shown.assign(**{header: [f"{v:.3g}" for v in shown[header]]
+                            for header in ("FLOPs", "FLOPs/Doc")})
     lines = ["| " + " | ".join(shown.columns) + " |",
              "|" + "|".join(["---"] * len(shown.columns)) + "|"]
     lines += ["| " + " | ".join(str(value) for value in row) + " |"
               for row in shown.itertuples(index=False)]
     caption = ("Annotation throughput per rater family (shape of DataMan's Table 10); speeds are "
                "per worker over the summed annotation time of all shard jobs, model loading "
-               "excluded. Rule-based families count the run tokenizer's tokens.")
+               "excluded. Rule-based families count the run tokenizer's tokens. FLOPs: inference "
+               "over every token the family's model read and wrote (selectlab.flops; 0 for "
+               "rule-based families).")
     return caption + "\n\n" + "\n".join(lines) + "\n"
 
 

@@ -65,6 +65,11 @@ class TorchAnnotator(Annotator):
     def sorted_batches(self, sequences: Sequence[Sequence[int]]) -> list[np.ndarray]:
         return length_sorted_batches([len(seq) for seq in sequences], self.forward_batch_size)
 
+    def model_shape(self):
+        from selectlab.flops import module_shape
+
+        return module_shape(self._model, self.max_tokens)
+
     def peak_device_memory_gb(self) -> float | None:
         import torch
 

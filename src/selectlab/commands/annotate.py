@@ -45,7 +45,7 @@ def fit_dsir(args) -> dict:
     missing = [shard for shard in shards if shard not in args.shard_files]
     if missing:
         raise ValueError(f"--shard-files lacks the files of shards {missing}")
-    targets = {name: target_texts(spec, args.heldout, p["max_doc_chars"])
+    targets = {name: target_texts(spec, args.target_split, p["max_doc_chars"])
                for name, spec in p["targets"].items()}
     raw = sampled_texts([args.shard_files[shard] for shard in shards], args.meta,
                         p["raw_sample_docs"], p["seed"], p["max_doc_chars"])
@@ -92,7 +92,7 @@ def register(stages) -> None:
     p.add_argument("--meta", nargs="+", required=True, help="meta sidecars of the raw shards")
     p.add_argument("--shard-files", type=json_arg, required=True,
                    help="JSON: shard -> its raw files")
-    p.add_argument("--heldout", help="held-out validation file (heldout: targets)")
+    p.add_argument("--target-split", help="the corpus's DSIR target split (pool: targets)")
     p.add_argument("--out-model", required=True)
     p.add_argument("--out-card", required=True)
     p = add_action(actions, "prepare-reference-lm", prepare_reference_lm,

@@ -13,16 +13,18 @@ VARIANT_SET_SCHEMA = "variant_set.schema.yaml"
 def check(args) -> dict:
     import yaml
 
-    from selectlab.config_errors import check_schema
+    from selectlab.config_errors import validate
     from selectlab.crossref import check_config
     from selectlab.selection.grids import expand_variants, grid_variants
 
-    # The checks the Snakefile makes, in its order: the file as written against the schema,
-    # the variants its grids produce, then the names and sizes the expanded config refers to.
+    # The checks the Snakefile makes, in its order: the file as written against the schema
+    # (defaults filled in), the variants its grids produce, then the names and sizes the
+    # expanded config refers to.
     with open(args.configfile) as handle:
         config = yaml.safe_load(handle)
-    check_schema(config, args.schema)
-    check_schema(grid_variants(config["variants"]), Path(args.schema).parent / VARIANT_SET_SCHEMA)
+    validate(config, args.schema)
+    validate(grid_variants(config["variants"]), Path(args.schema).parent / VARIANT_SET_SCHEMA,
+             "a variant of a grid")
     config["variants"] = expand_variants(config["variants"])
     check_config(config, args.run_dir)
     return {"config": args.configfile, "problems": 0}

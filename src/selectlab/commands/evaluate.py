@@ -25,17 +25,31 @@ def tasks(args) -> dict:
 
 
 def perplexity(args) -> dict:
+    import time
+
+    from transformers import AutoConfig
+
     from selectlab.evaluate.perplexity import per_source_perplexity
+    from selectlab.flops import config_shape, cost_record, inference_flops
     from selectlab.shards import write_json
 
     heldout = {Path(path).name.split(".")[0]: Path(path) for path in args.heldout}
     p = args.params
+    device, started = default_device(), time.perf_counter()
     result = per_source_perplexity(args.model, heldout, seq_len=p["seq_len"],
                                    batch_size=p["batch_size"],
                                    max_tokens_per_source=p.get("max_tokens_per_source"),
-                                   device=default_device(), dtype=p.get("dtype", "float32"))
+                                   device=device, dtype=p.get("dtype", "float32"))
+    splits = list(result)
+    # Every scored token was read once in a window of seq_len (selectlab.flops).
+    tokens = sum(result[split]["all"]["tokens"] for split in splits)
+    shape = config_shape(AutoConfig.from_pretrained(args.model), p["seq_len"])
+    result["cost"] = cost_record("inference", inference_flops(shape, tokens),
+                                 seconds=time.perf_counter() - started,
+                                 gpus=int(device.startswith("cuda")), device=device,
+                                 shape=shape, tokens=tokens)
     write_json(args.out, result)
-    return {split: result[split]["all"] for split in result}
+    return {split: result[split]["all"] for split in splits}
 
 
 def icl(args) -> dict:

@@ -57,8 +57,10 @@ def run(args) -> dict:
     for frame, out in ((result.judgments, args.out_judgments), (result.labels, args.out_labels)):
         with atomic_path(out) as tmp:
             frame.to_parquet(tmp, index=False)
+    summary = result.summary.assign(**judge_cost_columns(backend, backend_cfg, result.summary,
+                                                          result.wall_s, args.gpus))
     with atomic_path(args.out_summary) as tmp:
-        result.summary.to_csv(tmp, index=False)
+        summary.to_csv(tmp, index=False)
     overall = result.summary[result.summary["criterion"] == "all"].iloc[0]
     return {"protocol": protocol, "backend": backend.kind, "judgments": len(result.judgments),
             "asked": result.queried, "labels": len(result.labels),
@@ -77,6 +79,33 @@ def failures(args) -> dict:
     write_table(table, Path(args.out_csv), Path(args.out_md), args.notes)
     return {"protocols": len(table), "failed": int(table[["parse_error", "backend_error"]]
                                                    .to_numpy().sum())}
+
+
+def judge_cost_columns(backend, backend_cfg: dict, summary, wall_s: float, gpus: int) -> dict:
+    """FLOPs per summary row (inference over its prompt and completion tokens, selectlab.flops;
+    0 for the simulated judge, which runs no model; empty for a remote API model of unknown
+    size) and the job's hours, on the `all` row."""
+    from selectlab.flops import config_shape, inference_flops, module_shape
+
+    tokens = summary["prompt_tokens"] + summary["completion_tokens"]
+    context = int(backend_cfg.get("max_model_len", 4096))
+    if backend.kind == "simulated":
+        flops = tokens * 0.0
+    elif hasattr(backend, "model") and hasattr(backend.model, "parameters"):
+        shape = module_shape(backend.model, context)
+        flops = tokens.map(lambda n: inference_flops(shape, n))
+    elif backend.kind == "vllm":
+        from transformers import AutoConfig
+
+        shape = config_shape(AutoConfig.from_pretrained(backend_cfg["model"]), context)
+        flops = tokens.map(lambda n: inference_flops(shape, n))
+    else:
+        flops = tokens * float("nan")
+    device = "cuda" if gpus else "cpu"
+    overall = summary["criterion"] == "all"
+    return {"flops": flops, "device": device,
+            "gpu_hours": overall * (wall_s * gpus / 3600.0),
+            "wall_hours": overall * (wall_s / 3600.0)}
 
 
 def serve(args) -> None:

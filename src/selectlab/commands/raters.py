@@ -20,30 +20,32 @@ def train(args) -> dict:
     import torch
 
     from selectlab.raters.resolve import CARD_FILE, config_hash
+    from selectlab.raters.spec import base_rater
     from selectlab.shards import atomic_path
 
     torch.set_num_threads(args.threads)
     params = args.params
+    rater = base_rater(args.rater)
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     common = {"config_hash": config_hash(params | {"rater": args.rater})}
     if params.get("pretrained"):
         from selectlab.raters.pretrained import wrap_pretrained
 
-        record = wrap_pretrained(args.rater, params, out_dir, **common)
+        record = wrap_pretrained(rater, params, out_dir, **common)
     else:
         if args.labels is None:
             raise ValueError(f"rater {args.rater} is trained from judge labels: give --labels")
         _check_labels(args.labels)
-        common |= {"gpus": args.gpus, "judge_notes": args.judge_notes}
-        if args.rater == "dataman" and params.get("objective") == "generative":
+        common |= {"gpus": args.gpus, "judge_notes": args.judge_notes, "name": args.rater}
+        if rater == "dataman" and params.get("objective") == "generative":
             from selectlab.raters.dataman_generative import train_generative
 
             record = train_generative(args.labels, params, out_dir, **common)
         else:
             from selectlab.raters.build import train_head_rater
 
-            record = train_head_rater(args.rater, args.labels, params, out_dir,
+            record = train_head_rater(rater, args.labels, params, out_dir,
                                       tokenizer_dir=args.tokenizer, **common)
     with atomic_path(args.metrics) as tmp:
         Path(tmp).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
@@ -64,7 +66,7 @@ def tables(args) -> dict:
     records = {}
     for path in args.metrics:
         record = json.loads(Path(path).read_text())
-        records[record["rater"]] = record
+        records[record.get("name", record["rater"])] = record
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -82,7 +84,7 @@ def register(stages) -> None:
     actions = parser.add_subparsers(dest="action", required=True)
     p = add_action(actions, "train", train, "train one rater (or wrap a public classifier)")
     p.add_argument("--rater", required=True,
-                   choices=["qurater", "dataman", "prrc", "fineweb_edu", "wanjuan"])
+                   help="qurater, dataman (or dataman_<version>), prrc, fineweb_edu, wanjuan")
     p.add_argument("--params", type=json_arg, required=True, help="resolved raters.<rater>")
     p.add_argument("--labels", default=None, help="judgments/<protocol>/labels.parquet")
     p.add_argument("--tokenizer", default=None, help="the run's tokenizer (random encoders)")

@@ -1,5 +1,5 @@
-"""`selectlab select`: run one selection variant; pack a selection into training sequences;
-fit Meta-rater's weights from its proxies."""
+"""`selectlab select`: run one selection variant; rank scores over the pool; pack a selection into
+training sequences; fit Meta-rater's weights from its proxies."""
 
 from __future__ import annotations
 
@@ -8,14 +8,35 @@ from pathlib import Path
 from selectlab.commands import add_action, json_arg
 
 
+def shard_names(meta: list[str]) -> list[str]:
+    return [Path(path).name.removesuffix(".parquet") for path in meta]
+
+
 def run(args) -> dict:
-    from selectlab.selection.run import SelectionSpec, select_variant
+    from selectlab.selection.run import SelectionSpec, run_selection
 
     spec = SelectionSpec(**args.params)
-    shards = [Path(path).name.removesuffix(".parquet") for path in args.meta]
-    manifest = select_variant(spec, args.attributes_dir, shards, args.out_dir, args.upstream)
-    return {key: manifest[key] for key in ("selected_tokens", "selected_documents",
-                                           "budget_tokens", "short_strata", "upsampled")}
+    manifest, taken = run_selection(spec, args.attributes_dir, shard_names(args.meta),
+                                    args.out_dir, args.upstream, args.memory_mb)
+    summary = {key: manifest[key] for key in ("selected_tokens", "selected_documents",
+                                              "budget_tokens", "short_strata", "upsampled")}
+    if taken is not None:  # how the take went under the memory ceiling
+        summary |= {"passes": taken.walks, "candidates_held": taken.collected}
+    return summary
+
+
+def rank(args) -> dict:
+    from selectlab.selection.memory import plan_memory
+    from selectlab.selection.pool import meta_rows
+    from selectlab.selection.ranks import rank_family
+
+    shards = shard_names(args.meta)
+    rows = [meta_rows(args.attributes_dir, shard) for shard in shards]
+    limits = plan_memory(args.memory_mb, sum(rows), max(rows, default=0))
+    # A batch of values costs about 14 bytes (the value, the sort, one shard's lookups).
+    summary = rank_family(args.attributes_dir, args.family, args.columns, shards,
+                          capacity=max(limits.take.solve_units * 8, 1), spill=limits.spill)
+    return {"family": args.family, "columns": summary["columns"]}
 
 
 def pack(args) -> dict:
@@ -54,6 +75,15 @@ def register(stages) -> None:
     p.add_argument("--upstream", default=None,
                    help="fitted Meta-rater weights, or the selection a curriculum reorders")
     p.add_argument("--out-dir", required=True)
+    p.add_argument("--memory-mb", type=float, default=None,
+                   help="ceiling on the job's resident memory (selection.memory_mb)")
+    p = add_action(actions, "rank", rank,
+                   "percentile ranks of a family's scores over the pool, as rank sidecars")
+    p.add_argument("--family", required=True)
+    p.add_argument("--columns", nargs="+", required=True)
+    p.add_argument("--attributes-dir", required=True)
+    p.add_argument("--meta", nargs="+", required=True, help="meta sidecars, one per shard")
+    p.add_argument("--memory-mb", type=float, required=True)
     p = add_action(actions, "pack", pack, "pack a selection into fixed-length sequences")
     p.add_argument("--selection", required=True)
     p.add_argument("--tokens-dir", required=True)

@@ -1,9 +1,11 @@
 """Build the embedded corpus: read every source, hold out clean documents, corrupt, shard.
 
 Order matters and is fixed: (1) each source is read with its own generator, (2) validation and
-test documents are drawn per source from the clean text, before anything else touches it,
-(3) a fixed fraction of each source's remaining documents is corrupted, (4) the training
-documents of all sources are shuffled together and dealt round-robin into shards. Every random
+test documents are drawn per source from the clean text, before anything else touches it, then
+the sources named in `dsir_target_docs_per_source` give DSIR its target documents (a split of
+their own: DSIR's targets are never evaluation documents), (3) a fixed fraction of each source's
+remaining documents is corrupted, (4) the training documents of all sources are shuffled
+together and dealt round-robin into shards. Every random
 draw comes from a generator seeded by `params["seed"]` and a fixed label, and each corrupted
 document gets its own generator seeded by its id, so the same params give byte-identical files.
 """
@@ -21,11 +23,14 @@ import pyarrow.parquet as pq
 
 from selectlab.corpus.corrupt import OPERATORS, CorruptionContext, corrupt
 from selectlab.corpus.inputs import corpus_inputs
+from selectlab.corpus.resolve import REFERENCE_SPLIT
 from selectlab.corpus.sources import SOURCE_READERS, RawText
 from selectlab.corpus.wiki import donor_passages
 from selectlab.shards import Document, atomic_path, write_documents, write_json
 
 HELDOUT_SPLITS = ("validation", "test")
+DSIR_TARGET = "dsir_target"
+DSIR_TARGET_FILE = "dsir_target.jsonl.zst"
 CLEAN = "none"
 
 
@@ -74,19 +79,33 @@ def read_source(key: str, reader_params: Mapping, seed: int) -> list[RawText]:
     return list(SOURCE_READERS[key](reader_params, _seeded(seed, "read", key)))
 
 
-def _split_heldout(key: str, count: int, heldout: Mapping[str, int], seed: int
-                   ) -> dict[str, list[int]]:
-    """Indices of each source's validation, test and train documents (each sorted)."""
-    needed = sum(heldout[split] for split in HELDOUT_SPLITS)
+def heldout_splits(heldout: Mapping[str, int]) -> tuple[str, ...]:
+    """The held-out splits a build writes: validation and test, and the reference split when
+    it is asked for."""
+    return HELDOUT_SPLITS + ((REFERENCE_SPLIT,) if heldout.get(REFERENCE_SPLIT) else ())
+
+
+def _split_heldout(key: str, count: int, heldout: Mapping[str, int], seed: int,
+                   target: int = 0) -> dict[str, list[int]]:
+    """Indices of each source's validation, test, DSIR target, reference (when asked) and train
+    documents (each sorted). Each part comes after the ones before it in the same shuffled
+    order, so adding the DSIR targets or the reference split changes none of the earlier
+    splits (the training part shrinks by their size)."""
+    held = sum(heldout[split] for split in HELDOUT_SPLITS)
+    reference = heldout.get(REFERENCE_SPLIT, 0)
+    needed = held + target + reference
     if count <= needed:
-        raise ValueError(f"source {key!r} yielded {count} documents but the held-out splits need "
-                         f"{needed} plus at least one for training; raise its max_docs or lower "
-                         "heldout_docs_per_source")
+        raise ValueError(f"source {key!r} yielded {count} documents but the held-out splits and "
+                         f"DSIR targets need {needed} plus at least one for training; raise its "
+                         "max_docs or lower heldout_docs_per_source / dsir_target_docs_per_source")
     order = list(range(count))
     _seeded(seed, "heldout", key).shuffle(order)
     n_val = heldout["validation"]
-    return {"validation": sorted(order[:n_val]), "test": sorted(order[n_val:needed]),
-            "train": sorted(order[needed:])}
+    splits = {"validation": sorted(order[:n_val]), "test": sorted(order[n_val:held]),
+              DSIR_TARGET: sorted(order[held:held + target])}
+    if REFERENCE_SPLIT in heldout:
+        splits[REFERENCE_SPLIT] = sorted(order[held + target:needed])
+    return splits | {"train": sorted(order[needed:])}
 
 
 def _corrupt_training(key: str, texts: list[RawText], train: list[int], set_name: str,
@@ -128,7 +147,9 @@ def _source_stats(set_name: str, read: list[RawText], splits: dict[str, list[int
         "clean_mean_characters": round(sum(len(t.text) for t in read) / max(len(read), 1), 1),
         "corrupted": sum(operators.values()),
         "corrupted_by_operator": dict(sorted(operators.items())),
-        "heldout": {split: len(splits[split]) for split in HELDOUT_SPLITS},
+        "heldout": {split: len(splits[split]) for split in (*HELDOUT_SPLITS, REFERENCE_SPLIT)
+                    if split in splits},
+        DSIR_TARGET: len(splits[DSIR_TARGET]),
         "detail_kinds": dict(sorted(Counter(_detail_kind(t.detail) for t in read).items())),
     }
 
@@ -157,12 +178,14 @@ def build_embedded_corpus(params: Mapping, set_names: Mapping[str, str], num_sha
                           out_dir: Path) -> dict:
     """Build the corpus described by `params` under `out_dir` and return its statistics.
 
-    Writes raw/shard_{i:05d}.jsonl.zst, heldout/{validation,test}.jsonl.zst,
-    ground_truth.parquet and build_stats.json (see docs/layout.md).
+    Writes raw/shard_{i:05d}.jsonl.zst, heldout/{validation,test[,reference]}.jsonl.zst,
+    dsir_target.jsonl.zst, ground_truth.parquet and build_stats.json (see docs/layout.md).
     """
     out_dir = Path(out_dir)
     seed = int(params["seed"])
-    heldout = {split: int(params["heldout_docs_per_source"][split]) for split in HELDOUT_SPLITS}
+    asked = params["heldout_docs_per_source"]
+    heldout = {split: int(asked[split]) for split in heldout_splits(asked)}
+    targets = {key: int(n) for key, n in (params.get("dsir_target_docs_per_source") or {}).items()}
     corruption = params.get("corruption", {})
     _, operators, _, _ = _check_corruption(corruption)
     if num_shards < 1:
@@ -171,15 +194,18 @@ def build_embedded_corpus(params: Mapping, set_names: Mapping[str, str], num_sha
     missing = sorted(set(sources) - set(set_names))
     if missing:
         raise ValueError(f"no set name for sources {missing}")
+    unknown = sorted(set(targets) - set(sources))
+    if unknown:
+        raise ValueError(f"dsir_target_docs_per_source names sources {unknown} that are not read")
     context = _corruption_context(corruption, operators, seed)
 
     training: list[TrainingDocument] = []
-    held: dict[str, list[Document]] = {split: [] for split in HELDOUT_SPLITS}
+    held: dict[str, list[Document]] = {split: [] for split in (*heldout, DSIR_TARGET)}
     stats: dict = {"seed": seed, "num_shards": num_shards, "sources": {}}
     for key in sorted(sources):
         texts = read_source(key, sources[key], seed)
-        splits = _split_heldout(key, len(texts), heldout, seed)
-        for split in HELDOUT_SPLITS:
+        splits = _split_heldout(key, len(texts), heldout, seed, targets.get(key, 0))
+        for split in (*heldout, DSIR_TARGET):
             held[split].extend(Document(id=f"{key}-{i:06d}", text=texts[i].text,
                                         set_name=set_names[key], source_detail=texts[i].detail)
                                for i in splits[split])
@@ -198,8 +224,9 @@ def build_embedded_corpus(params: Mapping, set_names: Mapping[str, str], num_sha
     for name, documents in zip(names, shards, strict=True):
         write_documents(out_dir / "raw" / name, documents)
     _remove_stale_shards(out_dir / "raw", set(names))
-    for split in HELDOUT_SPLITS:
+    for split in heldout:
         write_documents(out_dir / "heldout" / f"{split}.jsonl.zst", held[split])
+    write_documents(out_dir / DSIR_TARGET_FILE, held[DSIR_TARGET])
     _write_ground_truth(out_dir / "ground_truth.parquet", training)
 
     per_source = stats["sources"].values()
@@ -209,7 +236,8 @@ def build_embedded_corpus(params: Mapping, set_names: Mapping[str, str], num_sha
         "documents": len(training),
         "characters": sum(s["characters"] for s in per_source),
         "corrupted": sum(s["corrupted"] for s in per_source),
-        **{f"heldout_{split}": len(held[split]) for split in HELDOUT_SPLITS},
+        **{f"heldout_{split}": len(held[split]) for split in heldout},
+        DSIR_TARGET: len(held[DSIR_TARGET]),
     }
     write_json(out_dir / "build_stats.json", stats)
     return stats

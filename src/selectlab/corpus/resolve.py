@@ -14,6 +14,9 @@ from selectlab import layout
 
 SPLITS = ("validation", "test")
 DEFAULT_DAMAGED_FILE_POLICY = "stop"
+# A held-out split that evaluation never reads: the reference set of MATES probes
+# (selectlab.mates.plan), written by the embedded build when configured.
+REFERENCE_SPLIT = "reference"
 
 
 def embedded_shard_names(num_shards: int) -> list[str]:
@@ -47,6 +50,18 @@ def shard_files(config: dict, root: str) -> dict[str, list[str]]:
     slimpajama = corpus["slimpajama"]
     return slimpajama_shard_groups(slimpajama["train_dir"], slimpajama["pattern"],
                                    slimpajama["group_size"], slimpajama.get("max_files"))
+
+
+def reference_split_configured(config: dict) -> bool:
+    corpus = config["corpus"]
+    return corpus["mode"] == "embedded" and bool(
+        corpus["embedded"]["heldout_docs_per_source"].get(REFERENCE_SPLIT))
+
+
+def built_heldout_splits(config: dict) -> list[str]:
+    """The held-out splits the embedded build writes: the reported ones, and the unreported
+    reference split when configured."""
+    return list(SPLITS) + ([REFERENCE_SPLIT] if reference_split_configured(config) else [])
 
 
 def build_params(config: dict) -> dict:

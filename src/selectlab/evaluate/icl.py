@@ -15,10 +15,12 @@ import logging
 import math
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from selectlab.evaluate.perplexity import canonical_dtype
+from selectlab.flops import ForwardTokens, cost_record, inference_flops, module_shape
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +142,7 @@ def run_icl(
     dtype = canonical_dtype(dtype)
     model = HFLM(pretrained=str(model_dir), batch_size=batch_size, device=device, dtype=dtype,
                  softmax_dtype="float32", max_length=max_length)
+    started, fed = time.perf_counter(), ForwardTokens(model)
     if include_path is None:
         manager = TaskManager()
         cache = contextlib.nullcontext()
@@ -177,4 +180,13 @@ def run_icl(
             "dtype": dtype,
             "limit": limit,
         },
+        "cost": icl_cost(model, fed.tokens, time.perf_counter() - started, device),
     }
+
+
+def icl_cost(model, tokens: int, seconds: float, device: str) -> dict:
+    """Inference FLOPs over every token lm-eval fed the model (selectlab.flops)."""
+    shape = module_shape(model.model, model.max_length)
+    return cost_record("inference", inference_flops(shape, tokens), seconds=seconds,
+                       gpus=int(str(device).startswith("cuda")), device=str(device),
+                       shape=shape, tokens=tokens)

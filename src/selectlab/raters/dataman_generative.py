@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,17 +28,24 @@ import numpy as np
 import pandas as pd
 import torch
 
+from selectlab.flops import cost_record, module_shape, training_flops
 from selectlab.judge import dataman
 from selectlab.judge.backends import CompletionRequest
 from selectlab.judge.parse import OK, Parsed, failure, parse_rating_block
 from selectlab.raters import pointwise
 from selectlab.raters.io import FORMAT_VERSION, MODEL_DIR, Rater, heads_record, write_card
-from selectlab.raters.spec import DOMAIN, STATUS, Head, heads, sidecar_columns
+from selectlab.raters.spec import (
+    DOMAIN,
+    OVERALL,
+    STATUS,
+    Head,
+    dataman_version_heads,
+    heads,
+    sidecar_columns,
+)
 
 log = logging.getLogger(__name__)
-VERSIONS = ("all", "score", "domain")
 IGNORE = -100
-OVERALL = "overall_score"
 
 _PROMPTS = {
     "all": ("Rate the text below on fourteen quality criteria, each a whole number from 1 "
@@ -49,17 +57,10 @@ _PROMPTS = {
 _CUES = {"all": "\nRatings:\n", "score": "\nOverall score:", "domain": "\nDomain:"}
 
 
-def version_heads(version: str) -> list[Head]:
-    if version not in VERSIONS:
-        raise ValueError(f"DataMan version must be one of {VERSIONS}, got {version!r}")
-    every = heads("dataman")
-    keep = {"all": None, "score": {OVERALL}, "domain": {DOMAIN}}[version]
-    return every if keep is None else [h for h in every if h.name in keep]
-
 
 def prompt_parts(version: str) -> tuple[str, str]:
     """The text that goes before the document and the cue after it."""
-    version_heads(version)
+    dataman_version_heads(version)
     return _PROMPTS[version], _CUES[version]
 
 
@@ -152,7 +153,7 @@ class GenerativeDataManRater(Rater):
         self.tokenizer = tokenizer
         self.card = card
         self.version = card["version"]
-        self.heads = version_heads(self.version)
+        self.heads = dataman_version_heads(self.version)
         self.columns = sidecar_columns("dataman", self.heads)
 
     @classmethod
@@ -175,8 +176,11 @@ class GenerativeDataManRater(Rater):
                                   + cue) for t in texts]
 
     def score(self, texts: Sequence[str]) -> dict[str, object]:
-        completions = self.backend.complete(self.requests(texts))
-        values = {h.name: [None] * len(texts) for h in self.heads}
+        return self.columns_of(self.backend.complete(self.requests(texts)))
+
+    def columns_of(self, completions) -> dict[str, object]:
+        """The sidecar columns of one completion per document, parsed strictly."""
+        values = {h.name: [None] * len(completions) for h in self.heads}
         status, reasons = [], []
         for i, completion in enumerate(completions):
             if completion.error:
@@ -225,17 +229,22 @@ def fine_tune(model, tokenizer, examples: list[Encoded], params: dict, device: s
 
 
 def train_generative(labels_path: str | Path, params: dict, out_dir: str | Path, *,
-                     gpus: int = 0, judge_notes: list[str] | None = None,
+                     name: str = "dataman", gpus: int = 0, judge_notes: list[str] | None = None,
                      config_hash: str = "") -> dict:
-    """Fine-tune, save as a rater directory, evaluate on held-out documents; metrics record."""
+    """Fine-tune, save as a rater directory, evaluate on held-out documents; metrics record.
+
+    The held-out documents are split off before the low scores are up-sampled, so no copy of
+    a held-out document is trained on. DataMan (appendix B.2) trains a fixed 5 epochs; its
+    validation set chose the hyperparameters, so no validation share is kept here."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from selectlab.devices import select_device
     from selectlab.raters.build import split_documents
     from selectlab.raters.io import metrics_record
+    from selectlab.raters.throughput import measured, throughput_record
 
     version = params["version"]
-    rater_heads = version_heads(version)
+    rater_heads = dataman_version_heads(version)
     labels = pd.read_parquet(labels_path)
     data, dropped = pointwise.point_data(labels, heads("dataman"))
     train, heldout = split_documents(len(data), params["heldout_fraction"], params["seed"])
@@ -248,11 +257,18 @@ def train_generative(labels_path: str | Path, params: dict, out_dir: str | Path,
                                                  dtype=torch.float32).to(device)
     examples = [encode_example(tokenizer, data.texts[i], render_target(labels.iloc[i], version),
                                version, params["max_length"]) for i in train]
+    started = time.perf_counter()
     history = fine_tune(model, tokenizer, examples, params, device)
+    # Fine-tuning FLOPs (selectlab.flops: 6ND + attention); held-out generation is left out.
+    shape = module_shape(model, params["max_length"])
+    tokens = sum(len(e.input_ids) for e in examples) * params["epochs"]
+    cost = cost_record("train", training_flops(shape, tokens),
+                       seconds=time.perf_counter() - started, gpus=gpus, device=device,
+                       shape=shape, tokens=tokens)
     model_dir = Path(out_dir) / MODEL_DIR
     model.save_pretrained(model_dir)
     tokenizer.save_pretrained(model_dir)
-    card = {"format": FORMAT_VERSION, "kind": "generative", "rater": "dataman",
+    card = {"format": FORMAT_VERSION, "kind": "generative", "rater": "dataman", "name": name,
             "family": "dataman", "protocol": dataman.NAME, "version": version,
             "heads": heads_record(rater_heads), "columns": sidecar_columns("dataman", rater_heads),
             "max_length": params["max_length"], "inference": params["inference"],
@@ -261,14 +277,20 @@ def train_generative(labels_path: str | Path, params: dict, out_dir: str | Path,
             "training": dropped | {"documents": len(data), "train_examples": len(train),
                                    "heldout_documents": int(len(heldout)),
                                    "epoch_losses": history},
-            "metrics": {}, "config_hash": config_hash, "params": params,
+            "metrics": {}, "config_hash": config_hash, "params": params, "cost": cost,
             "judge": {"simulated": bool(judge_notes), "notes": list(judge_notes or [])}}
     write_card(out_dir, card)
     # vLLM lives in its own container; greedy decoding with transformers gives the same answers.
     evaluator = GenerativeDataManRater.from_card(
         Path(out_dir), card | {"inference": {"kind": "transformers", "dtype": "float32",
                                              "batch_size": params["batch_size"]}}, gpus)
-    predicted = evaluator.score([data.texts[i] for i in heldout])
+    requests = evaluator.requests([data.texts[i] for i in heldout])
+    with measured(device) as timing:
+        completions = evaluator.backend.complete(requests)
+    card["throughput"] = throughput_record(
+        len(requests), sum(c.prompt_tokens for c in completions),
+        sum(c.completion_tokens for c in completions), timing)
+    predicted = evaluator.columns_of(completions)
     card["metrics"] = heldout_metrics(rater_heads, predicted, data, heldout)
     write_card(out_dir, card)
     return metrics_record(card)

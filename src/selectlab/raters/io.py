@@ -199,9 +199,12 @@ def load_head_rater(rater_dir: Path, card: dict, device: str,
 
 def metrics_record(card: dict) -> dict:
     """What metrics.json holds: the card's metrics with the facts a table needs beside them."""
-    return {"rater": card["rater"], "kind": card["kind"], "metrics": card["metrics"],
+    return {"rater": card["rater"], "name": card.get("name", card["rater"]),
+            "version": card.get("version"), "throughput": card.get("throughput"),
+            "kind": card["kind"], "metrics": card["metrics"],
             "training": {k: v for k, v in card.get("training", {}).items()
                          if k not in ("history", "settings")},
             "backbone": card.get("backbone", {}).get("label"),
             "window": card.get("backbone", {}).get("window"),
-            "judge": card.get("judge", {}), "config_hash": card["config_hash"]}
+            "judge": card.get("judge", {}), "config_hash": card["config_hash"],
+            "cost": card.get("cost")}

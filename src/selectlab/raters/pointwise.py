@@ -8,7 +8,9 @@ the mean over heads of each head's mean loss: cross-entropy, binary cross-entrop
 error.
 
 DataMan up-samples documents rated low overall (< 3) in its training split, fourfold in the
-paper, so that the rare low ratings are learned; held-out documents are never repeated.
+paper (DataMan appendix B.2, "4-fold up-sampling ratio"), so that the rare low ratings are
+learned. The documents are split into training, validation and held-out parts first and only
+the training part is up-sampled: no copy of a document is on two sides.
 """
 
 from __future__ import annotations
@@ -98,6 +100,14 @@ class PointwiseObjective:
 
     def texts_of(self, examples: np.ndarray) -> np.ndarray:
         return np.asarray(examples)
+
+    def units_of(self, examples: np.ndarray) -> np.ndarray:
+        """An example is a document (an up-sampled copy is the same document)."""
+        return np.asarray(examples)
+
+    def validation_score(self, outputs: dict[str, torch.Tensor], rows: np.ndarray,
+                         examples: np.ndarray) -> float:
+        return -float(self.loss(outputs, rows, examples))
 
     def loss(self, outputs: dict[str, torch.Tensor], rows: np.ndarray,
              examples: np.ndarray) -> torch.Tensor:

@@ -6,10 +6,12 @@ sigmoid(s_B - s_A). Training minimises the binary cross-entropy between that and
 probability (soft labels), over confident pairs only: |p - 0.5| >= `confident_margin` (0.25
 keeps the paper's confidence margin |2p - 1| >= 50%). One head per criterion, trained together.
 
-The held-out split is by pair, as in the paper's validation split: all criteria of a pair go to
-the same side, and a held-out pair is never trained on, though its documents may appear (with
-other snippets) in training pairs. Pairwise accuracy is reported on confident held-out pairs,
-and on all decided held-out pairs.
+The held-out split and the validation split (early stopping) are by pair: a pair is its two
+documents in either order, all its criteria go to the same side, and a pair on one side is
+never on the other, though its documents may appear (with other partners) in pairs of the other
+side. QuRating appendix B.2: a random 10% validation split of the confident judgments, early
+stopping on the validation accuracy averaged over the criteria (`validation_score`). Pairwise
+accuracy is reported on confident held-out pairs, and on all decided held-out pairs.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ LABEL_COLUMNS = ("criterion", "doc_a", "doc_b", "text_a", "text_b", "p_b_better"
 class PairData:
     texts: list[str]
     criteria: tuple[str, ...]
-    pair_key: np.ndarray  # "doc_a|doc_b" per row
+    pair_key: np.ndarray  # the pair's two document ids, sorted and joined, per row
     text_a: np.ndarray  # index into texts
     text_b: np.ndarray
     head: np.ndarray  # index into criteria
@@ -51,7 +53,7 @@ def pair_data(labels: pd.DataFrame, criteria: tuple[str, ...]) -> tuple[PairData
     index = {text: i for i, text in enumerate(texts)}
     data = PairData(
         texts=list(texts), criteria=tuple(criteria),
-        pair_key=(kept["doc_a"].astype(str) + "|" + kept["doc_b"].astype(str)).to_numpy(),
+        pair_key=pair_keys(kept["doc_a"].astype(str), kept["doc_b"].astype(str)),
         text_a=kept["text_a"].map(index).to_numpy(np.int64),
         text_b=kept["text_b"].map(index).to_numpy(np.int64),
         head=kept["criterion"].map({c: i for i, c in enumerate(criteria)}).to_numpy(np.int64),
@@ -60,6 +62,12 @@ def pair_data(labels: pd.DataFrame, criteria: tuple[str, ...]) -> tuple[PairData
     dropped = {"rows": len(labels), "null_probability": int(labels["p_b_better"].isna().sum()),
                "unknown_criteria": unknown}
     return data, dropped
+
+
+def pair_keys(doc_a: pd.Series, doc_b: pd.Series) -> np.ndarray:
+    """One key per unordered pair of documents: (a, b) and (b, a) are the same pair."""
+    return np.array([f"{a}|{b}" if a <= b else f"{b}|{a}"
+                     for a, b in zip(doc_a, doc_b, strict=True)], dtype=object)
 
 
 def confident(p_b_better: np.ndarray, margin: float) -> np.ndarray:
@@ -87,6 +95,25 @@ class PairwiseObjective:
         a = scores[torch.as_tensor(rows[self.data.text_a[examples]]), heads]
         b = scores[torch.as_tensor(rows[self.data.text_b[examples]]), heads]
         return bradley_terry_loss(a, b, self.p[torch.as_tensor(examples)].to(a.device))
+
+    def units_of(self, examples: np.ndarray) -> np.ndarray:
+        return self.data.pair_key[examples]
+
+    def validation_score(self, outputs: dict[str, torch.Tensor], rows: np.ndarray,
+                         examples: np.ndarray) -> float:
+        """Pairwise accuracy per criterion, averaged over the criteria (QuRating B.2)."""
+        accuracies = []
+        for h, criterion in enumerate(self.data.criteria):
+            mine = examples[self.data.head[examples] == h]
+            if not len(mine):
+                continue
+            scores = outputs[criterion].detach().float().cpu().numpy()
+            accuracy = pairwise_accuracy(scores[rows[self.data.text_a[mine]]],
+                                         scores[rows[self.data.text_b[mine]]],
+                                         self.data.p_b_better[mine])
+            if np.isfinite(accuracy):
+                accuracies.append(accuracy)
+        return float(np.mean(accuracies)) if accuracies else float("nan")
 
 
 def split_pairs(data: PairData, heldout_fraction: float,

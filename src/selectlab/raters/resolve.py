@@ -2,8 +2,11 @@
 
 Plain dict functions without torch: the workflow imports them while it builds the job graph.
 `raters.defaults` applies to every rater and each rater's own entry overrides it; a rater is
-trained only when the config has an entry for it. The resolved parameters go to the job as
-JSON, so changing one rater's settings reruns that rater only, and their hash goes on the card.
+trained only when the config has an entry for it. DataMan's `versions` (DataMan appendix B.2:
+all-rating, score-only, domain-only) are trained in the same run, one job each: the `version`
+that annotates as `dataman`, every other one as `dataman_<version>`. The resolved parameters go
+to the job as JSON, so changing one rater's settings reruns that rater only, and their hash goes
+on the card.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import hashlib
 import json
 
 from selectlab import layout
-from selectlab.raters.spec import PROTOCOL, RATERS, check_rater
+from selectlab.raters.spec import PROTOCOL, RATERS, base_rater, dataman_instance
 from selectlab.resources import job_shape, schema_default
 
 HEAD_KEYS = ("backbone", "train_backbone", "window", "pool_layers", "dtype", "forward_batch_size",
@@ -27,17 +30,47 @@ REQUIRED = {
 CARD_FILE = layout.RATER_CARD
 
 
-def configured_raters(config: dict) -> list[str]:
+def dataman_versions(config: dict) -> tuple[str, list[str]]:
+    """(the version that annotates, every version trained) of the configured DataMan."""
     section = config.get("raters") or {}
-    return [name for name in RATERS if name in section]
+    entry = dict(section.get("defaults") or {}) | dict(section.get("dataman") or {})
+    annotating = entry.get("version", "all")
+    versions = list(entry.get("versions", [annotating]))
+    if annotating not in versions:
+        raise ValueError(f"raters.dataman: version {annotating!r} (the one that annotates) is "
+                         f"not among the versions trained, {versions}")
+    return annotating, versions
+
+
+def configured_raters(config: dict) -> list[str]:
+    """Every rater the run trains, DataMan's extra versions as `dataman_<version>`."""
+    section = config.get("raters") or {}
+    names = []
+    for name in RATERS:
+        if name in section:
+            names.append(name)
+            if name == "dataman":
+                annotating, versions = dataman_versions(config)
+                names += [dataman_instance(v, annotating) for v in versions if v != annotating]
+    return names
 
 
 def _merged(config: dict, rater: str) -> dict:
     section = config.get("raters") or {}
-    check_rater(rater)
-    if rater not in section:
-        raise ValueError(f"rater {rater!r} has no entry under `raters:` in the config")
-    return dict(section.get("defaults") or {}) | dict(section[rater] or {})
+    base = base_rater(rater)
+    if base not in section:
+        raise ValueError(f"rater {base!r} has no entry under `raters:` in the config")
+    merged = dict(section.get("defaults") or {}) | dict(section[base] or {})
+    if base == "dataman":
+        merged.pop("versions", None)
+        if rater != base:
+            annotating, versions = dataman_versions(config)
+            version = rater.removeprefix("dataman_")
+            if version not in versions or version == annotating:
+                raise ValueError(f"{rater!r} is not a trained DataMan version: versions "
+                                 f"{versions}, {annotating!r} trains as 'dataman'")
+            merged["version"] = version
+    return merged
 
 
 def rater_kind(config: dict, rater: str) -> str:
@@ -70,7 +103,7 @@ def resources(config: dict, rater: str) -> dict:
     _merged(config, rater)  # checks the rater
     return job_shape(schema_default("raters.schema.yaml", "$defs", "resources"),
                      (section.get("defaults") or {}).get("resources"),
-                     (section[rater] or {}).get("resources"))
+                     (section[base_rater(rater)] or {}).get("resources"))
 
 
 def uses_pretrained(config: dict, rater: str) -> bool:
@@ -79,7 +112,7 @@ def uses_pretrained(config: dict, rater: str) -> bool:
 
 
 def labels_protocol(rater: str) -> str:
-    return PROTOCOL[check_rater(rater)]
+    return PROTOCOL[base_rater(rater)]
 
 
 def needs_labels(config: dict, rater: str) -> bool:
@@ -117,7 +150,7 @@ def table_names(config: dict) -> list[str]:
     raters = configured_raters(config)
     names = [f"rater_{r}" for r in ("qurater", "dataman", "prrc") if r in raters]
     if "dataman" in raters:
-        names.append("rater_dataman_confusion")
+        names += ["rater_dataman_confusion", "rater_dataman_throughput"]
     if {"fineweb_edu", "wanjuan"} & set(raters):
         names.append("rater_classifiers")
     return names

@@ -3,7 +3,10 @@
 Five raters, one per score family of docs/layout.md:
 
 - `qurater` (QuRating): one scalar score per criterion, learned from pairwise judgments.
-- `dataman` (DataMan): 14 five-way ratings (1-5) and a 15-way domain (A-O).
+- `dataman` (DataMan): 14 five-way ratings (1-5) and a 15-way domain (A-O). DataMan appendix
+  B.2 trains three versions: all-rating (every head), score-only (the Overall Score) and
+  domain-only (the domain); a run may train several, the extra ones as `dataman_score`,
+  `dataman_domain` or `dataman_all` beside the `dataman` that annotates.
 - `prrc` (Meta-rater): four six-way ratings (0-5): professionalism, readability, reasoning,
   cleanliness.
 - `fineweb_edu` (FineWeb-Edu's educational classifier, as Meta-rater uses it): one regression
@@ -31,6 +34,8 @@ MISSING_REASON = "missing_reason"
 DOMAIN = "domain"
 DATAMAN_RATINGS = tuple(dataman.CRITERIA)  # the 13 criteria and overall_score, paper's order
 DATAMAN_SCORES = (1, 2, 3, 4, 5)
+DATAMAN_VERSIONS = ("all", "score", "domain")
+OVERALL = "overall_score"
 PRRC_SCORES = tuple(range(prrc.MAX_POINTS + 1))
 
 
@@ -61,6 +66,30 @@ def heads(rater: str, criteria: tuple[str, ...] | None = None) -> list[Head]:
     raise ValueError(f"unknown rater {rater!r}; known: {list(RATERS)}")
 
 
+def dataman_version_heads(version: str) -> list[Head]:
+    """The heads of one DataMan version (DataMan appendix B.2)."""
+    if version not in DATAMAN_VERSIONS:
+        raise ValueError(f"DataMan version must be one of {DATAMAN_VERSIONS}, got {version!r}")
+    every = heads("dataman")
+    keep = {"all": None, "score": {OVERALL}, "domain": {DOMAIN}}[version]
+    return every if keep is None else [h for h in every if h.name in keep]
+
+
+def dataman_instance(version: str, annotating: str) -> str:
+    """The rater name a DataMan version trains under: `dataman` for the one that annotates."""
+    return "dataman" if version == annotating else f"dataman_{version}"
+
+
+def base_rater(name: str) -> str:
+    """The rater a trained instance is: `dataman_score` -> `dataman`."""
+    if name in RATERS:
+        return name
+    if name.startswith("dataman_") and name.removeprefix("dataman_") in DATAMAN_VERSIONS:
+        return "dataman"
+    raise ValueError(f"unknown rater {name!r}; known: {list(RATERS)} and dataman_<version> for "
+                     f"the versions {list(DATAMAN_VERSIONS)}")
+
+
 def probability_columns(head: Head) -> list[str]:
     return [f"{head.name}_p{label}" for label in head.classes]
 
@@ -79,8 +108,3 @@ def sidecar_columns(rater: str, rater_heads: list[Head]) -> list[str]:
         return names + [c for h in rater_heads for c in probability_columns(h)]
     return names
 
-
-def check_rater(rater: str) -> str:
-    if rater not in RATERS:
-        raise ValueError(f"unknown rater {rater!r}; known: {list(RATERS)}")
-    return rater

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from selectlab.analysis.plan import AnalysisPlan, analysis_plan
 from selectlab.analysis.plan import caption_stem as analysis_caption_stem
 from selectlab.analysis.plan import heading as analysis_heading
+from selectlab.instruct.resolve import configured as instruct_configured
 from selectlab.judge.resolve import notes as judge_notes
 from selectlab.selection.resolve import metarater_fits, selection_params
 
@@ -21,8 +22,14 @@ FIGURES = ("ppl_vs_icl", "loss_curves", "selection_overlap")
 METARATER_FIGURES = ("metarater_fit", "metarater_weights", "metarater_proxies", "metarater_pca")
 ANNOTATION_THROUGHPUT = "annotation_throughput"  # written by rules/annotate.smk
 JUDGE_FAILURES = "judge_failures"  # written by rules/judge.smk
+# Written by rules/cost.smk (selectlab.cost.tables): per stage, per variant, Meta-rater Table 2.
+COST_TABLES = ("cost", "cost_variants", "cost_metarater_table2")
+# The win-rate table and figure (rules/instruct.smk), where the config has comparisons.
+WINRATE_TABLES = ("winrate",)
+WINRATE_FIGURES = ("winrate",)
 # Where a table's caption file is not named after it (report/{stem}.rst).
-TABLE_CAPTIONS = {"main": "main_table", "selection_overlap": "selection_overlap_table"}
+TABLE_CAPTIONS = {"main": "main_table", "selection_overlap": "selection_overlap_table",
+                  "winrate": "winrate_table"}
 HEADINGS = {
     "main": "Main results",
     "perplexity_by_source": "Perplexity by source",
@@ -34,6 +41,7 @@ HEADINGS = {
     "metarater_weights": "Meta-rater: learned weights",
     "metarater_proxies": "Meta-rater: downstream score vs number of proxies",
     "metarater_pca": "Meta-rater: proxy weights and loss landscape",
+    "winrate": "Instruction following: win rates after fine-tuning",
     JUDGE_FAILURES: "Judge: failed judgments per protocol",
 }
 # The software environments whose package lists the provenance records.
@@ -45,23 +53,32 @@ class ReportPlan:
     metarater_figure_fits: list[tuple[str, int]]  # (search, proxies) the figures show
     rater_tables: list[str]
     analysis: AnalysisPlan
+    instruct: bool  # instruction-following comparisons configured (the win rates)
 
     def figures(self) -> list[str]:
         """Figures of the results (rule `figures`)."""
         return list(FIGURES) + (list(METARATER_FIGURES) if self.metarater_figure_fits else [])
 
+    def winrate_tables(self) -> list[str]:
+        """The win-rate table (rule `winrate`), when there are comparisons."""
+        return list(WINRATE_TABLES) if self.instruct else []
+
+    def winrate_figures(self) -> list[str]:
+        return list(WINRATE_FIGURES) if self.instruct else []
+
     def report_tables(self) -> list[str]:
-        """Tables of the HTML report, in its order: the results, the analysis, then the
-        judge's failure counts."""
-        return list(TABLES) + self.analysis.tables() + [JUDGE_FAILURES]
+        """Tables of the HTML report, in its order: the results, the win rates, the analysis,
+        then the judge's failure counts."""
+        return (list(TABLES) + self.winrate_tables() + self.analysis.tables()
+                + [JUDGE_FAILURES])
 
     def report_figures(self) -> list[str]:
-        return self.figures() + self.analysis.figures()
+        return self.figures() + self.winrate_figures() + self.analysis.figures()
 
     def paper_tables(self) -> list[str]:
         """Every table of the three papers this configuration regenerates."""
-        return (list(TABLES) + self.rater_tables + [ANNOTATION_THROUGHPUT]
-                + self.analysis.tables())
+        return (list(TABLES) + self.winrate_tables() + self.rater_tables
+                + [ANNOTATION_THROUGHPUT] + self.analysis.tables() + list(COST_TABLES))
 
     def paper_figures(self) -> list[str]:
         return self.report_figures()
@@ -72,7 +89,7 @@ def report_plan(config: dict) -> ReportPlan:
     from selectlab.raters.resolve import table_names as rater_table_names
 
     return ReportPlan(metarater_figure_fits(config), rater_table_names(config),
-                      analysis_plan(config))
+                      analysis_plan(config), instruct_configured(config))
 
 
 def table_caption(name: str) -> str:

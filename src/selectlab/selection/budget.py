@@ -109,7 +109,7 @@ def stratum_runs(stratum: np.ndarray, n_tokens: np.ndarray, priority: np.ndarray
     positions = np.arange(len(priority), dtype=dtype)[np.isfinite(priority)]
     codes = stratum[positions]
     runs = []
-    for code in np.unique(codes):
+    for code in np.flatnonzero(np.bincount(codes)) if len(codes) else []:
         members = positions[codes == code]
         keys = [-priority[members]] if tiebreak is None else [-tiebreak[members],
                                                                -priority[members]]
@@ -201,15 +201,22 @@ def stratum_outcomes(
     """Pool, quota and chosen tokens per stratum; `eligible` (a boolean mask) makes a stratum
     short when its allowed documents hold fewer tokens than its quota."""
     n = len(names)
-    pool_docs = np.bincount(stratum, minlength=n)
-    pool_tokens = np.bincount(stratum, weights=n_tokens, minlength=n)
-    chosen_docs = np.bincount(stratum[chosen], minlength=n)
-    chosen_tokens = np.bincount(stratum[chosen], weights=n_tokens[chosen], minlength=n)
-    eligible_tokens = (None if eligible is None else
-                       np.bincount(stratum[eligible], weights=n_tokens[eligible], minlength=n))
+
+    def tokens(mask):
+        return np.bincount(stratum[mask], weights=n_tokens[mask], minlength=n).astype(np.int64)
+
+    return outcomes(names, np.bincount(stratum, minlength=n), tokens(slice(None)), quotas,
+                    np.bincount(stratum[chosen], minlength=n), tokens(chosen),
+                    None if eligible is None else tokens(eligible))
+
+
+def outcomes(names: list[str], pool_documents: np.ndarray, pool_tokens: np.ndarray,
+             quotas: np.ndarray, chosen_documents: np.ndarray, chosen_tokens: np.ndarray,
+             eligible_tokens: np.ndarray | None) -> list[StratumOutcome]:
+    """One `StratumOutcome` per stratum from its counts."""
     return [
-        StratumOutcome(names[i], int(pool_docs[i]), int(pool_tokens[i]), float(quotas[i]),
-                       int(chosen_docs[i]), int(chosen_tokens[i]),
+        StratumOutcome(names[i], int(pool_documents[i]), int(pool_tokens[i]), float(quotas[i]),
+                       int(chosen_documents[i]), int(chosen_tokens[i]),
                        None if eligible_tokens is None else int(eligible_tokens[i]))
-        for i in range(n)
+        for i in range(len(names))
     ]

@@ -17,7 +17,12 @@ TINY = np.finfo(np.float32).tiny
 
 def gumbel_noise(n: int, rng: np.random.Generator) -> np.ndarray:
     """n independent standard Gumbel draws as float32."""
-    u = rng.random(n, dtype=np.float32)
+    return gumbel_from_uniform(rng.random(n, dtype=np.float32))
+
+
+def gumbel_from_uniform(u: np.ndarray) -> np.ndarray:
+    """Standard Gumbel draws from uniform float32 draws (transformed in place): element by
+    element, so a pool's draws come out the same shard by shard as all at once."""
     np.clip(u, TINY, np.float32(1.0) - np.finfo(np.float32).epsneg, out=u)
     np.log(u, out=u)
     np.negative(u, out=u)

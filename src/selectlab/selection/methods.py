@@ -1,10 +1,14 @@
-"""Selection methods: each turns the pool (and sidecar scores) into one priority per document.
+"""Selection methods: each turns the pool (and sidecar scores) into priorities per document.
 
 A method is a function `(context) -> Choice` registered in `METHODS`. Higher priority is chosen
-first; -inf or NaN means never chosen (a missing score, a filtered document). The budget, the
-strata and the training order are handled once for all methods in `selection.run`; a method that
-must keep an exact set of documents (a curriculum over another variant's selection) returns
-`chosen` instead of priorities.
+first; -inf or NaN means never chosen (a missing score, a filtered document). A method returns
+`Keys`: how to compute its priorities shard by shard (selection.context); the budget, the strata
+and the training order are handled once for all methods in `selection.run`. A method that must
+keep an exact set of documents (a curriculum over another variant's selection) returns `chosen`
+instead.
+
+Random draws come from `context.random_stream()`, one stream per `rng.random(pool size)` the
+method makes, in the same order, so the keys are those of drawing for the whole pool at once.
 
 Score references in params are strings `family.column`, optionally with a leading '-'
 (see `selection.scores`). `required_raters(params)` lists the sidecar families they name, which
@@ -14,74 +18,127 @@ is how the workflow wires a variant's inputs.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
+from selectlab.selection.columns import RandomStream
 from selectlab.selection.combine import intersection, mean_rating, metarater, weighted_topk
-from selectlab.selection.context import (
-    Choice,
-    Method,
-    MethodContext,
-    random_tiebreak,
-    uniform_keys,
-)
-from selectlab.selection.gumbel import gumbel_keys, tempered_logits
-from selectlab.selection.pool import pool_positions
-from selectlab.selection.scores import ScoreRef, z_scores
+from selectlab.selection.context import Choice, Keys, Method, MethodContext
+from selectlab.selection.gumbel import gumbel_from_uniform, tempered_logits
+from selectlab.selection.pool import selection_positions
+from selectlab.selection.scores import ExactMoments, ScoreRef, z_normalised
 from selectlab.selection.semdedup import semdedup
+from selectlab.selection.store import sorted_unique
 from selectlab.selection.strata import SET_NAME
 
+# Methods that combine scores on their percentile ranks, read from the pool's rank sidecars.
+RANKED_METHODS = ("weighted_topk", "mean_rating", "intersection", "metarater")
 # Params that name scores: single references, lists of references, mapping keys.
 REF_KEYS = ("score", "order_by", "embedding")
 REF_LIST_KEYS = ("scores", "strata")
 REF_MAP_KEYS = ("where",)
 
 
+def uniform_keys(seed: int, chunk_rows: list[int]) -> Keys:
+    """The uniform method's keys for a seed: the reference every manifest's overlap uses."""
+    stream = RandomStream.fresh(seed, chunk_rows)
+    return Keys(lambda: ((u, None) for u in stream.chunks()))
+
+
 def uniform_priority(context: MethodContext) -> Choice:
     """Uniform sampling without replacement: a random key per document."""
-    return Choice(priority=uniform_keys(len(context.pool), context.seed))
+    return Choice(keys=uniform_keys(context.seed, context.pool.rows))
+
+
+def z_ratings(context: MethodContext, text: str):
+    """A function walking the rating's z-scores over the pool (QuRating's normalisation);
+    the pool's mean and std come from one exact pass."""
+    column = context.column(text)
+    moments = ExactMoments()
+    for values in column.chunks():
+        moments.add(values)
+    mean, std = moments.mean_std()
+    return lambda: (z_normalised(values, mean, std) for values in column.chunks())
+
+
+def gumbel_sample(context: MethodContext, text: str, tau: float) -> Keys:
+    """Gumbel top-k keys on rating / tau: sampling without replacement with p ~ exp(z / tau)."""
+    tempered_logits(np.zeros(0, np.float32), tau)  # checks tau before any pass
+    ratings = z_ratings(context, text)
+    noise = context.random_stream()
+
+    def chunks():
+        for z, u in zip(ratings(), noise.chunks(), strict=True):
+            keys = gumbel_from_uniform(u)
+            keys += tempered_logits(z, tau)
+            yield keys, None
+
+    return Keys(chunks)
 
 
 def rating_sample(context: MethodContext) -> Choice:
     """QuRating: z-normalised ratings, sampled with p ~ exp(z / tau); tau = 0 is top-k."""
-    ratings = z_scores(context.score(context.params["score"]))
     tau = float(context.params["tau"])
-    if tau == 0:
-        return Choice(priority=ratings, tiebreak=random_tiebreak(context))
-    return Choice(priority=gumbel_keys(tempered_logits(ratings, tau), context.rng))
+    if tau != 0:
+        return Choice(keys=gumbel_sample(context, context.params["score"], tau))
+    ratings = z_ratings(context, context.params["score"])
+    tiebreak = context.random_stream()
+    return Choice(keys=Keys(lambda: zip(ratings(), tiebreak.chunks(), strict=True),
+                            tiebreak=True))
 
 
 def rating_mix(context: MethodContext) -> Choice:
     """Union of one tau-sample per score (each a full budgeted selection), de-duplicated, then
     subsampled uniformly to the budget inside the strata."""
-    in_union = np.zeros(len(context.pool), dtype=bool)
     tau = float(context.params["tau"])
-    components = {}
+    components, union = {}, []
     for text in context.params["scores"]:
-        ratings = z_scores(context.score(text))
-        keys = gumbel_keys(tempered_logits(ratings, tau), context.rng)
-        chosen = context.take(keys)
+        chosen = context.take(gumbel_sample(context, text, tau))
         components[text] = int(len(chosen))
-        in_union[chosen] = True
-    context.info["mix"] = {"component_documents": components,
-                           "union_documents": int(in_union.sum()),
-                           "union_tokens": int(context.pool.n_tokens[in_union].sum())}
-    priority = context.rng.random(len(context.pool), dtype=np.float32)
-    priority[~in_union] = -np.inf
-    return Choice(priority=priority)
+        union.append(chosen)
+    members = sorted_unique(np.concatenate(union))
+    offsets = context.pool.offsets
+    union_tokens = 0
+    noise = context.random_stream()
+
+    def chunks():
+        nonlocal union_tokens
+        for index, u in enumerate(noise.chunks()):
+            lo, hi = np.searchsorted(members, offsets[index:index + 2])
+            inside = np.zeros(len(u), dtype=bool)
+            inside[members[lo:hi] - offsets[index]] = True
+            union_tokens += int(context.store.chunk("n_tokens", index)[inside].sum(
+                dtype=np.int64))
+            u[~inside] = -np.inf
+            yield u, None
+
+    def record():
+        yield from chunks()
+        context.info["mix"] = {"component_documents": components,
+                               "union_documents": int(len(members)),
+                               "union_tokens": union_tokens}
+
+    return Choice(keys=Keys(record))
 
 
 def topk(context: MethodContext) -> Choice:
     """Highest score first (use a '-' reference for lowest first); ties in random order."""
-    return Choice(priority=context.score(context.params["score"]),
-                  tiebreak=random_tiebreak(context))
+    score = context.column(context.params["score"])
+    tiebreak = context.random_stream()
+    return Choice(keys=Keys(lambda: zip(score.chunks(), tiebreak.chunks(), strict=True),
+                            tiebreak=True))
 
 
 def score_level(context: MethodContext) -> Choice:
     """Uniform sampling among the documents whose score equals `level` (DataMan's l)."""
-    values = context.score(context.params["score"])
-    priority = context.rng.random(len(context.pool), dtype=np.float32)
-    priority[values != np.float32(context.params["level"])] = -np.inf
-    return Choice(priority=priority)
+    values = context.column(context.params["score"])
+    level = np.float32(context.params["level"])
+    noise = context.random_stream()
+
+    def chunks():
+        for score, u in zip(values.chunks(), noise.chunks(), strict=True):
+            u[score != level] = -np.inf
+            yield u, None
+
+    return Choice(keys=Keys(chunks))
 
 
 def dsir(context: MethodContext) -> Choice:
@@ -89,21 +146,28 @@ def dsir(context: MethodContext) -> Choice:
 
     Several targets form an equal mixture: log w = logsumexp(log w_t) - log(T).
     """
-    targets = context.params["scores"]
-    log_weight = None
-    for text in targets:
-        values = context.score(text).astype(np.float32, copy=False)
-        log_weight = values if log_weight is None else np.logaddexp(log_weight, values)
-    log_weight = log_weight - np.float32(np.log(len(targets)))
-    return Choice(priority=gumbel_keys(log_weight, context.rng))
+    targets = [context.column(text) for text in context.params["scores"]]
+    noise = context.random_stream()
+    log_count = np.float32(np.log(len(targets)))
+
+    def chunks():
+        for u, *weights in zip(noise.chunks(), *(t.chunks() for t in targets), strict=True):
+            log_weight = None
+            for values in weights:
+                values = values.astype(np.float32, copy=False)
+                log_weight = values if log_weight is None else np.logaddexp(log_weight, values)
+            keys = gumbel_from_uniform(u)
+            keys += log_weight - log_count
+            yield keys, None
+
+    return Choice(keys=Keys(chunks))
 
 
 def curriculum(context: MethodContext) -> Choice:
     """Exactly another variant's documents (its `selection.parquet`, the upstream input)."""
     if context.upstream is None:
         raise ValueError("a curriculum variant needs the selection it reorders as upstream input")
-    base = pd.read_parquet(context.upstream, columns=["shard", "row"])
-    chosen = pool_positions(context.pool, base["shard"].tolist(), base["row"].to_numpy())
+    chosen = selection_positions(context.pool, context.upstream)
     context.info["documents_of"] = context.params["of"]
     return Choice(chosen=chosen)
 

@@ -14,12 +14,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from selectlab.selection.store import sorted_unique
+
 
 def selection_keys(selection: pd.DataFrame, shard_numbers: Mapping[str, int]) -> np.ndarray:
     """Sorted unique uint64 keys (shard number << 32 | row) of a selection's documents."""
     shards = selection["shard"].map(shard_numbers).to_numpy(dtype=np.uint64)
     rows = selection["row"].to_numpy(dtype=np.uint64)
-    return np.unique((shards << np.uint64(32)) | rows)
+    return sorted_unique((shards << np.uint64(32)) | rows)
 
 
 def read_selection_keys(paths: Mapping[str, str | Path]) -> dict[str, np.ndarray]:

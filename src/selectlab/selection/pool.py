@@ -1,8 +1,11 @@
-"""The selection pool: a few numeric arrays per document, never the text or the ids.
+"""The selection pool: every document of the listed shards, read shard by shard.
 
-A document is addressed by (shard number, row in shard); per document the pool holds about 14
-bytes plus whatever score columns a method asks for, so that a pool of 10^9 documents fits in
-memory on one node. Ids are looked up from the meta sidecars only for the chosen documents.
+A document is addressed by its pool position (shards in the given order, rows in order). No
+per-document array of the whole pool is built here: `scan_pool` reads the meta sidecars one
+shard at a time into a `UnitStore` (token counts and source codes in their smallest integer
+types) that keeps them in memory or spills them to disk, and columns are read per shard
+(`read_sidecar_column`) when a method walks the pool. Ids are read from the meta sidecars only
+for the chosen documents, when the selection is written.
 """
 
 from __future__ import annotations
@@ -12,123 +15,128 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from selectlab.selection.store import UnitStore, smallest_uint
+
+MISSING_CATEGORY = "(missing)"
 
 
 @dataclass
 class Pool:
+    attributes_dir: Path
     shards: list[str]
-    shard_index: np.ndarray  # uint32, index into `shards`
-    row: np.ndarray  # uint32, row within the shard's sidecars
-    n_tokens: np.ndarray  # int64
-    source: np.ndarray  # int32 code into `source_names`
-    source_names: list[str]
+    rows: list[int]  # documents per shard (rows of its meta sidecar)
+    source_names: list[str]  # sorted; the store's `source` column codes into it
 
     def __len__(self) -> int:
-        return len(self.row)
+        return sum(self.rows)
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """Pool position of each shard's first document (and the pool's size last)."""
+        return np.r_[0, np.cumsum(self.rows)].astype(np.int64)
 
 
 def sidecar_path(attributes_dir: str | Path, rater: str, shard: str) -> Path:
     return Path(attributes_dir) / rater / f"{shard}.parquet"
 
 
-def load_pool(attributes_dir: str | Path, shards: Sequence[str]) -> Pool:
-    """Read `n_tokens` and `set_name` from every shard's meta sidecar."""
-    indices, rows, lengths = [], [], []
-    categories = CategoryCodes()
-    for number, shard in enumerate(shards):
-        table = pq.read_table(sidecar_path(attributes_dir, "meta", shard),
-                              columns=["n_tokens", "set_name"])
-        n = table.num_rows
-        indices.append(np.full(n, number, dtype=np.uint32))
-        rows.append(np.arange(n, dtype=np.uint32))
-        lengths.append(table.column("n_tokens").to_numpy().astype(np.int64))
-        categories.add(table.column("set_name"))
-    codes, names = categories.finish()
-    return Pool(
-        shards=list(shards),
-        shard_index=np.concatenate(indices) if indices else np.zeros(0, np.uint32),
-        row=np.concatenate(rows) if rows else np.zeros(0, np.uint32),
-        n_tokens=np.concatenate(lengths) if lengths else np.zeros(0, np.int64),
-        source=codes,
-        source_names=names,
-    )
+def meta_rows(attributes_dir: str | Path, shard: str) -> int:
+    path = sidecar_path(attributes_dir, "meta", shard)
+    if not path.exists():
+        raise FileNotFoundError(f"meta sidecar {path} is missing")
+    return pq.ParquetFile(path).metadata.num_rows
+
+
+def scan_pool(attributes_dir: str | Path, shards: Sequence[str], rows: list[int], spill: bool,
+              spill_dir: str | Path | None = None) -> tuple[Pool, UnitStore]:
+    """The pool and a store holding `n_tokens` and `source` (codes into sorted set names);
+    `rows` are the shards' meta rows (`meta_rows`)."""
+    store = UnitStore(rows, spill=spill, spill_dir=spill_dir)
+    sources = CategoryCodes()
+    tokens, first_seen = store.writer("n_tokens"), store.writer("source_seen")
+    for shard, expected in zip(shards, rows, strict=True):
+        table = read_sidecar_columns(attributes_dir, "meta", ["n_tokens", "set_name"], shard,
+                                     expected)
+        tokens.append(smallest_uint(table.column("n_tokens").to_numpy()))
+        first_seen.append(sources.add(table.column("set_name")))
+    tokens.close()
+    first_seen.close()
+    remap, names = sources.finish()
+    store.put("source", (smallest_uint(remap[store.chunk("source_seen", index)])
+                         for index in range(len(rows))))
+    store.drop("source_seen")
+    return Pool(Path(attributes_dir), list(shards), rows, names), store
 
 
 class CategoryCodes:
-    """Builds int32 codes for a string column shard by shard, without per-document strings
-    (pyarrow dictionary-encodes each shard; only the distinct names are Python objects)."""
+    """Codes a string column shard by shard without per-document strings (pyarrow
+    dictionary-encodes each shard; only the distinct names are Python objects).
+
+    `add` returns codes in first-seen order, the same for every shard; `finish` gives the remap
+    from first-seen codes to codes into the sorted names, stable whatever the shard order.
+    """
 
     def __init__(self):
         self.names: dict[str, int] = {}
-        self.parts: list[np.ndarray] = []
 
-    def add(self, values: pa.ChunkedArray) -> None:
-        encoded = values.combine_chunks().cast(pa.string()).dictionary_encode()
-        local = [self.names.setdefault(str(name), len(self.names))
-                 for name in encoded.dictionary.to_pylist()]
-        if encoded.null_count:
-            local.append(self.names.setdefault(MISSING_CATEGORY, len(self.names)))
-        lookup = np.array(local, dtype=np.int32)
-        index = encoded.indices.fill_null(len(local) - 1) if encoded.null_count \
-            else encoded.indices
-        self.parts.append(lookup[np.asarray(index.to_numpy(zero_copy_only=False),
-                                            dtype=np.int64)] if len(encoded) else
-                          np.zeros(0, np.int32))
+    def add(self, values: pa.ChunkedArray) -> np.ndarray:
+        encoded = values.combine_chunks()
+        if not pa.types.is_dictionary(encoded.type):
+            encoded = encoded.cast(pa.string()).dictionary_encode()
+        dictionary = encoded.dictionary.to_pylist()
+        missing = len(dictionary)
+        index = np.asarray((encoded.indices.fill_null(missing) if encoded.null_count
+                            else encoded.indices).to_numpy(zero_copy_only=False), np.int64)
+        # Only values that occur get a name (a file's dictionary may hold unused ones).
+        present = np.bincount(index, minlength=missing + 1) > 0
+        lookup = np.full(missing + 1, -1, dtype=np.int32)
+        for code in np.flatnonzero(present):
+            name = MISSING_CATEGORY if code == missing else str(dictionary[code])
+            lookup[code] = self.names.setdefault(name, len(self.names))
+        return lookup[index]
 
     def finish(self) -> tuple[np.ndarray, list[str]]:
-        """(codes into the sorted names, sorted names): stable whatever the shard order."""
-        codes = np.concatenate(self.parts) if self.parts else np.zeros(0, np.int32)
+        """(first-seen code -> sorted code, sorted names)."""
         ordered = sorted(self.names)
         position = {name: i for i, name in enumerate(ordered)}
-        remap = np.array([position[name] for name in self.names], dtype=np.int32)
-        return (remap[codes] if len(codes) else codes.astype(np.int32)), ordered
+        return np.array([position[name] for name in self.names], dtype=np.int32), ordered
 
 
-def load_score(attributes_dir: str | Path, rater: str, column: str,
-               shards: Sequence[str], expected_rows: Sequence[int]) -> np.ndarray:
-    """One score column over the whole pool as float32 (missing values become NaN).
-
-    Sidecars must have exactly as many rows as the meta sidecar of the same shard.
-    """
-    parts = []
-    for shard, expected in zip(shards, expected_rows, strict=True):
-        values = read_sidecar_column(attributes_dir, rater, column, shard, expected)
-        if not (pa.types.is_integer(values.type) or pa.types.is_floating(values.type)
-                or pa.types.is_boolean(values.type) or pa.types.is_null(values.type)):
-            raise ValueError(f"{rater}.{column} is of type {values.type}, not a numeric score")
-        parts.append(np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.float32))
-    return np.concatenate(parts) if parts else np.zeros(0, np.float32)
-
-
-MISSING_CATEGORY = "(missing)"
+def read_sidecar_columns(attributes_dir: str | Path, rater: str, columns: list[str],
+                         shard: str, expected: int) -> pa.Table:
+    """Columns of one shard's sidecar, checked to align with the shard's meta sidecar; string
+    columns come dictionary-encoded (one Python string per distinct value)."""
+    path = sidecar_path(attributes_dir, rater, shard)
+    if not path.exists():
+        raise FileNotFoundError(f"sidecar {path} is missing: annotate {rater} for {shard}")
+    parquet = pq.ParquetFile(path)
+    if parquet.metadata.num_rows != expected:
+        raise ValueError(f"sidecar {rater}/{shard} has {parquet.metadata.num_rows} rows, "
+                         f"meta has {expected}: re-run annotation for this shard")
+    schema = parquet.schema_arrow
+    absent = [column for column in columns if column not in schema.names]
+    if absent:
+        raise ValueError(f"sidecar {rater}/{shard} has no column {absent}")
+    strings = [column for column in columns
+               if pa.types.is_string(schema.field(column).type)
+               or pa.types.is_large_string(schema.field(column).type)]
+    return pq.read_table(path, columns=columns, read_dictionary=strings or None)
 
 
 def read_sidecar_column(attributes_dir: str | Path, rater: str, column: str, shard: str,
                         expected: int) -> pa.ChunkedArray:
-    """One column of one shard's sidecar, checked to align with the shard's meta sidecar."""
-    path = sidecar_path(attributes_dir, rater, shard)
-    if not path.exists():
-        raise FileNotFoundError(f"sidecar {path} is missing: annotate {rater} for {shard}")
-    table = pq.read_table(path, columns=[column])
-    if table.num_rows != expected:
-        raise ValueError(f"sidecar {rater}/{shard} has {table.num_rows} rows, "
-                         f"meta has {expected}: re-run annotation for this shard")
-    return table.column(column)
+    return read_sidecar_columns(attributes_dir, rater, [column], shard, expected).column(column)
 
 
-def load_category(attributes_dir: str | Path, rater: str, column: str, shards: Sequence[str],
-                  expected_rows: Sequence[int]) -> tuple[np.ndarray, list[str]]:
-    """A categorical column (e.g. `dataman.domain`) as int32 codes into sorted names.
-
-    Missing values get their own category, MISSING_CATEGORY, so no document is dropped.
-    """
-    categories = CategoryCodes()
-    for shard, expected in zip(shards, expected_rows, strict=True):
-        categories.add(read_sidecar_column(attributes_dir, rater, column, shard, expected))
-    return categories.finish()
+def numeric_values(values: pa.ChunkedArray, name: str) -> np.ndarray:
+    """A numeric column as float32 (missing values become NaN)."""
+    if not (pa.types.is_integer(values.type) or pa.types.is_floating(values.type)
+            or pa.types.is_boolean(values.type) or pa.types.is_null(values.type)):
+        raise ValueError(f"{name} is of type {values.type}, not a numeric score")
+    return np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.float32)
 
 
 def iter_vectors(attributes_dir: str | Path, rater: str, column: str, shards: Sequence[str],
@@ -161,40 +169,46 @@ def fixed_size_matrix(values: pa.FixedSizeListArray) -> np.ndarray:
     return matrix
 
 
-def rows_per_shard(pool: Pool) -> list[int]:
-    return np.bincount(pool.shard_index, minlength=len(pool.shards)).tolist()
-
-
 def pool_positions(pool: Pool, shards: Sequence[str], rows: np.ndarray) -> np.ndarray:
     """Pool positions of documents given as (shard name, row in shard)."""
-    offsets = np.r_[0, np.cumsum(rows_per_shard(pool))].astype(np.int64)
     number = {name: i for i, name in enumerate(pool.shards)}
     unknown = sorted(set(shards) - set(number))
     if unknown:
         raise ValueError(f"shards {unknown[:5]} are not in the pool")
     shard_numbers = np.array([number[name] for name in shards], dtype=np.int64)
     rows = np.asarray(rows, dtype=np.int64)
-    counts = np.asarray(rows_per_shard(pool), dtype=np.int64)[shard_numbers]
+    counts = np.asarray(pool.rows, dtype=np.int64)[shard_numbers]
     if len(rows) and ((rows < 0) | (rows >= counts)).any():
         raise ValueError("a (shard, row) pair lies outside its shard")
-    return offsets[shard_numbers] + rows
+    return pool.offsets[shard_numbers] + rows
 
 
-def chosen_documents(attributes_dir: str | Path, pool: Pool, chosen: np.ndarray) -> pd.DataFrame:
-    """The chosen documents in the given order, with ids and token offsets from the sidecars."""
-    frames = []
-    for number in np.unique(pool.shard_index[chosen]):
-        shard = pool.shards[number]
-        positions = np.flatnonzero(pool.shard_index[chosen] == number)
-        rows = pool.row[chosen[positions]]
-        meta = pq.read_table(sidecar_path(attributes_dir, "meta", shard),
-                             columns=["id", "set_name", "n_tokens", "token_offset"]).to_pandas()
-        part = meta.iloc[rows].reset_index(drop=True)
-        part.insert(0, "shard", shard)
-        part.insert(1, "row", rows.astype(np.int64))
-        part["rank"] = positions
-        frames.append(part)
-    if not frames:
-        return pd.DataFrame(columns=["shard", "row", "id", "set_name", "n_tokens", "token_offset",
-                                     "rank"])
-    return pd.concat(frames).sort_values("rank").reset_index(drop=True)
+def selection_positions(pool: Pool, path: str | Path) -> np.ndarray:
+    """Pool positions of a written selection's documents, in its order (shard names are read
+    dictionary-encoded: one Python string per shard, not per document)."""
+    table = pq.read_table(path, columns=["shard", "row"], read_dictionary=["shard"])
+    shards = table.column("shard").combine_chunks()
+    if shards.null_count:
+        raise ValueError(f"{path} has documents without a shard")
+    codes = np.asarray(shards.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    names = shards.dictionary.to_pylist()
+    rows = table.column("row").to_numpy()
+    if not len(names):
+        return np.zeros(0, np.int64)
+    return pool_positions(pool, names, np.zeros(len(names), np.int64))[codes] + \
+        check_rows(pool, names, codes, rows)
+
+
+def check_rows(pool: Pool, names: list[str], codes: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The rows, checked to lie inside their shards."""
+    number = {name: i for i, name in enumerate(pool.shards)}
+    sizes = np.array([pool.rows[number[name]] for name in names], dtype=np.int64)[codes]
+    rows = np.asarray(rows, dtype=np.int64)
+    if len(rows) and ((rows < 0) | (rows >= sizes)).any():
+        raise ValueError("a (shard, row) pair lies outside its shard")
+    return rows
+
+
+def shard_of(pool: Pool, positions: np.ndarray) -> np.ndarray:
+    """Shard number of each pool position."""
+    return np.searchsorted(pool.offsets, positions, side="right") - 1

@@ -2,21 +2,36 @@
 
 Plain dict functions of the validated config (no pandas or numpy at import time: the workflow
 imports this module while it builds the job graph). A variant is a configured entry of
-`variants:` (grids already expanded, see `selection.grids`) or a Meta-rater proxy generated
-from `metarater.searches`. The workflow passes each job only its own resolved section (as JSON
-`params`), so Snakemake reruns exactly the jobs whose settings changed.
+`variants:` (grids already expanded, see `selection.grids`), a Meta-rater proxy generated
+from `metarater.searches`, or a stage of a MATES variant generated from the `mates` section
+(the stages' probe, fit and annotation jobs are planned by `selectlab.mates.plan`). The
+workflow passes each job only its own resolved section (as JSON `params`), so Snakemake reruns
+exactly the jobs whose settings changed.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 
 from selectlab import layout
+from selectlab.corpus.resolve import reference_split_configured
+from selectlab.resources import rule_shape
 
 # Meta-rater proxies are variants generated from `metarater.searches`, named
 # `{search}__proxy{index:03d}`; config variant names may not take that form (the schema says so).
 PROXY_MARK = "__proxy"
 PROXY_FAMILY = "metarater_proxy"
+# A MATES variant V (method `mates`) pre-trains in stages, each a generated variant
+# `V__stage{k}`; stage k > 1 selects by the influence family `V__influence{k}`. Config variant
+# names may not end in `__stage{k}` either (the schema says so).
+MATES_METHOD = "mates"
+STAGE_MARK = "__stage"
+INFLUENCE_MARK = "__influence"
+INFLUENCE_COLUMN = "influence"
+HELDOUT_REFERENCE = "heldout:reference"
+# A MATES variant's params may override these keys of the `mates` section.
+MATES_OVERRIDES = ("stages", "probes", "probe_jobs", "temperature")
 
 
 def variant_names(config: dict) -> list[str]:
@@ -25,8 +40,10 @@ def variant_names(config: dict) -> list[str]:
 
 
 def variant_name_pattern(config: dict) -> str:
-    """A regular expression matching every variant and proxy name (the `variant` wildcard)."""
-    return "|".join(variant_names(config) + proxy_name_patterns(config))
+    """A regular expression matching every variant, proxy and MATES stage name (the `variant`
+    wildcard)."""
+    return "|".join(variant_names(config) + proxy_name_patterns(config)
+                    + stage_name_patterns(config))
 
 
 def metarater_searches(config: dict) -> dict:
@@ -83,20 +100,45 @@ def proxy_entry(config: dict, search: str, index: int) -> dict:
     params = {"scores": list(spec["scores"]), "weights": weights}
     if "strata" in spec:
         params["strata"] = list(spec["strata"])
-    return {"family": PROXY_FAMILY, "label": f"{search} proxy {index}",
-            "method": "weighted_topk", "params": params, "seed": seed,
-            "budget_tokens": spec["budget_tokens"],
-            "pretrain": {"preset": spec["preset"]} | spec.get("pretrain", {})}
+    entry = {"family": PROXY_FAMILY, "label": f"{search} proxy {index}",
+             "method": "weighted_topk", "params": params, "seed": seed,
+             "budget_tokens": spec["budget_tokens"],
+             "pretrain": {"preset": spec["preset"]} | spec.get("pretrain", {})}
+    if "selections_from" in spec:
+        entry["shared_from"] = shared_proxy(config, search, index, entry)
+    return entry
+
+
+def shared_proxy(config: dict, search: str, index: int, entry: dict) -> str:
+    """The proxy of `selections_from` whose selection this proxy reuses, checked to be defined
+    exactly alike (method, scores, weights, strata, seed, budget)."""
+    source = metarater_searches(config)[search]["selections_from"]
+    searches = metarater_searches(config)
+    if source not in searches or "selections_from" in searches[source]:
+        raise ValueError(f"search {search!r}: selections_from {source!r} must name a search "
+                         "that selects its own proxies")
+    theirs = proxy_entry(config, source, index)
+    keys = ("method", "params", "seed", "budget_tokens")
+    differ = [key for key in keys if entry[key] != theirs[key]]
+    if differ:
+        raise ValueError(f"search {search!r} cannot share {source!r}'s selections: its proxies' "
+                         f"{differ} differ")
+    return proxy_name(source, index)
 
 
 def variant_entry(config: dict, name: str) -> dict:
-    """A configured variant, or a Meta-rater proxy generated from its search."""
+    """A configured variant, a Meta-rater proxy generated from its search, or a stage of a MATES
+    variant."""
     if name in config["variants"]:
         return config["variants"][name]
     parsed = parse_proxy_name(name)
     if parsed and parsed[0] in metarater_searches(config):
         return proxy_entry(config, *parsed)
-    raise KeyError(f"no variant {name!r} in the config (and no Meta-rater proxy of that name)")
+    stage = parse_stage_name(config, name)
+    if stage:
+        return stage_entry(config, *stage)
+    raise KeyError(f"no variant {name!r} in the config (nor a Meta-rater proxy or MATES stage "
+                   "of that name)")
 
 
 def variant_seed(config: dict, name: str) -> int:
@@ -137,19 +179,25 @@ def resolve_selection(config: dict, name: str) -> dict:
     else:
         budget = variant.get("budget_tokens", config["selection"]["budget_tokens"])
         budget = int(round(budget * variant.get("budget_scale", 1.0)))
-    return {
+    resolved = {
         "name": name,
         "method": variant["method"],
         "budget_tokens": budget,
         "seed": variant_seed(config, name),
         "params": params,
     }
+    if "shared_from" in variant:  # an identical selection of another variant, reused
+        resolved["shared_from"] = variant["shared_from"]
+    return resolved
 
 
 def selection_raters(config: dict, name: str) -> list[str]:
-    """Sidecar families (besides meta) that a variant's selection reads."""
+    """Sidecar families (besides meta) that a variant's selection reads (none when it reuses
+    another variant's selection)."""
     from selectlab.selection.methods import required_raters
 
+    if "shared_from" in variant_entry(config, name):
+        return []
     return required_raters(selection_params(config, name))
 
 
@@ -161,10 +209,49 @@ def score_inputs(config: dict, root: str, name: str) -> list[str]:
             for family in selection_raters(config, name)]
 
 
+def ranked_scores(config: dict) -> dict[str, list[str]]:
+    """Family -> its columns that some selection combines on percentile ranks; each family is
+    ranked once over the pool (selectlab select rank)."""
+    from selectlab.selection.methods import RANKED_METHODS
+    from selectlab.selection.ranks import ranked_columns
+
+    refs = [ref for name, variant in config["variants"].items()
+            if variant["method"] in RANKED_METHODS
+            for ref in selection_params(config, name)["scores"]]
+    refs += [ref for spec in metarater_searches(config).values() for ref in spec["scores"]]
+    return ranked_columns(refs)
+
+
+def selection_ranks(config: dict, name: str) -> list[str]:
+    """Families whose rank sidecars a variant's selection reads."""
+    from selectlab.selection.methods import RANKED_METHODS
+
+    variant = variant_entry(config, name)
+    if variant["method"] not in RANKED_METHODS or "shared_from" in variant:
+        return []
+    return sorted({ref.lstrip("-").split(".")[0]
+                   for ref in selection_params(config, name)["scores"]})
+
+
+def rank_inputs(config: dict, root: str, name: str) -> list[str]:
+    """The rank sidecar directory of each family a variant's selection combines on ranks."""
+    return [layout.rank_dir(root, family) for family in selection_ranks(config, name)]
+
+
+def selection_job_shape(config: dict, rule: str) -> dict:
+    """A `select` or `rank_scores` job: the rule's default, its memory the ceiling the job
+    streams the pool within (`selection.memory_mb`, passed to the command too), then the
+    config's `resources.<rule>`."""
+    return rule_shape(config, rule, {"mem_mb": config["selection"].get("memory_mb")})
+
+
 def selection_upstream(config: dict, root: str, name: str) -> list[str]:
     """The one file a variant's selection reads besides sidecars: fitted Meta-rater weights,
-    or the selection a curriculum reorders; [] for every other method."""
+    the selection a curriculum reorders, or the identical selection a proxy of a search with
+    `selections_from` reuses; [] for every other method."""
     variant = variant_entry(config, name)
+    if "shared_from" in variant:
+        return [layout.selection(root, variant["shared_from"])]
     params = selection_params(config, name)
     if variant["method"] == "metarater":
         return [layout.metarater_weights(root, params["search"], params["proxies"])]
@@ -209,3 +296,95 @@ def metarater_fits(config: dict) -> list[tuple[str, int]]:
 
 def metarater_fit_files(config: dict, root: str) -> list[str]:
     return [layout.metarater_weights(root, search, n) for search, n in metarater_fits(config)]
+
+
+# ---- MATES (Yu et al., 2024): a variant pre-trained in stages ------------------------------
+# Meta-rater's MATES baseline (Section 4.1) keeps the top-k by the influence a ModernBERT model
+# predicts; MATES itself re-selects every 10k steps, the first stage on a uniform selection.
+def mates_variants(config: dict) -> list[str]:
+    return [name for name, v in config["variants"].items() if v["method"] == MATES_METHOD]
+
+
+def mates_settings(config: dict, variant: str) -> dict:
+    """The `mates` section with the variant's own overrides (stages, probes, ...); the
+    influence model's settings and the job sizes are left out (selectlab.mates.plan)."""
+    section = config.get("mates")
+    if not section:
+        raise ValueError(f"variant {variant!r} uses method mates but the config has no "
+                         "`mates` section")
+    entry = config["variants"][variant]
+    overrides = {k: v for k, v in (entry.get("params") or {}).items() if k in MATES_OVERRIDES}
+    merged = {k: v for k, v in section.items() if k not in ("influence_model", "resources")}
+    merged |= overrides
+    if merged["stages"] < 2:
+        raise ValueError(f"variant {variant!r}: MATES needs at least 2 stages")
+    if merged["reference"].startswith("heldout:") and merged["reference"] != HELDOUT_REFERENCE:
+        raise ValueError(f"mates.reference {merged['reference']!r}: the only held-out split it "
+                         f"may name is {HELDOUT_REFERENCE!r} (validation and test are reported)")
+    if merged["reference"] == HELDOUT_REFERENCE and not reference_split_configured(config):
+        raise ValueError("mates.reference is heldout:reference, but the corpus writes no "
+                         "reference split: set corpus.embedded.heldout_docs_per_source.reference"
+                         " (embedded corpus) or give a JSONL file")
+    return merged
+
+
+def mates_stage_name(variant: str, stage: int) -> str:
+    return f"{variant}{STAGE_MARK}{stage}"
+
+
+def influence_family(variant: str, stage: int) -> str:
+    """The sidecar family holding the influence predicted for `stage` (>= 2)."""
+    return f"{variant}{INFLUENCE_MARK}{stage}"
+
+
+def parse_stage_name(config: dict, name: str) -> tuple[str, int] | None:
+    """(variant, stage) of a generated stage variant's name, or None."""
+    variant, mark, stage = name.rpartition(STAGE_MARK)
+    if not mark or not stage.isdigit() or variant not in mates_variants(config):
+        return None
+    stage = int(stage)
+    return (variant, stage) if 1 <= stage <= mates_settings(config, variant)["stages"] else None
+
+
+def mates_stage_names(config: dict, variant: str) -> list[str]:
+    stages = mates_settings(config, variant)["stages"]
+    return [mates_stage_name(variant, k) for k in range(1, stages + 1)]
+
+
+def stage_name_patterns(config: dict) -> list[str]:
+    """Regular expressions of every stage variant name (wildcard constraints)."""
+    return [re.escape(variant) + STAGE_MARK + "[0-9]+" for variant in mates_variants(config)]
+
+
+def influence_stages(config: dict, variant: str) -> list[int]:
+    """The stages chosen by predicted influence (every stage after the uniform first)."""
+    return list(range(2, mates_settings(config, variant)["stages"] + 1))
+
+
+def stage_budgets(total: int, stages: int) -> list[int]:
+    """Equal shares of the token budget (MATES: equal 10k-step stages); the last takes the
+    rounding remainder."""
+    share = total // stages
+    return [share] * (stages - 1) + [total - share * (stages - 1)]
+
+
+def stage_entry(config: dict, variant: str, stage: int) -> dict:
+    """Stage `stage` of a MATES variant as a variant entry, selected, packed and trained by the
+    ordinary rules: stage 1 uniform and from scratch, stage k > 1 by predicted influence
+    (Gumbel top-k at `temperature`, 0 = top-k) continuing from stage k-1's model. Its learning
+    rate follows the run's schedule across stages (selectlab.train.resolve)."""
+    spec = mates_settings(config, variant)
+    entry = config["variants"][variant]
+    budget = stage_budgets(resolve_selection(config, variant)["budget_tokens"],
+                           spec["stages"])[stage - 1]
+    pretrain = dict(entry.get("pretrain") or {})
+    if stage == 1:
+        method, params = "uniform", {}
+    else:
+        method = "rating_sample"
+        params = {"score": f"{influence_family(variant, stage)}.{INFLUENCE_COLUMN}",
+                  "tau": float(spec["temperature"])}
+        pretrain["init_from"] = mates_stage_name(variant, stage - 1)
+    return {"family": entry["family"], "label": f"{entry.get('label', variant)} stage {stage}",
+            "method": method, "params": params, "seed": variant_seed(config, variant) + stage - 1,
+            "budget_tokens": budget, "pretrain": pretrain}

@@ -5,16 +5,19 @@ Priority is a document's distance rank inside its own cluster (0 = nearest the c
 1 = farthest), so every cluster gives up its most central, most redundant documents first and
 keeps the same fraction of its members. Distances are cosine (embeddings are L2-normalised).
 
-Scale: k-means is fitted on a uniform sample of at most `fit_sample` embeddings; every document
-is then assigned shard by shard, keeping only a cluster id (4 bytes) and a distance (4 bytes) per
-document, never the embeddings.
+Scale: k-means is fitted on a uniform sample of at most `fit_sample` embeddings (the memory
+bound of the fit: `fit_sample` x dimension float32s); every document is then assigned shard by
+shard, keeping only a cluster id (4 bytes) and a distance (4 bytes) per document, never the
+embeddings. Unlike every other method, the ranks inside clusters are then computed in memory over
+the whole pool (about 30 bytes per document with the sort's temporaries): SemDeDup is one
+baseline variant, not a search, so it is left out of the bounded-memory streaming.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from selectlab.selection.context import Choice, MethodContext
+from selectlab.selection.context import Choice, Keys, MethodContext
 from selectlab.selection.scores import ScoreRef
 
 ASSIGN_CHUNK = 4096
@@ -95,4 +98,4 @@ def semdedup(context: MethodContext) -> Choice:
         "documents_without_embedding": int((cluster < 0).sum()),
         "mean_distance": float(np.nanmean(distance)) if (cluster >= 0).any() else None,
     }
-    return Choice(priority=rank_within_clusters(cluster, distance))
+    return Choice(keys=Keys.of_array(rank_within_clusters(cluster, distance), context.pool.rows))

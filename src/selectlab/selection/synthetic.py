@@ -80,14 +80,3 @@ def write_synthetic_sidecars(attributes_dir: str | Path, shards: list[str], docs
                     pa.array(vectors.ravel()), vectors.shape[1]))
             pq.write_table(table, path)
     return quality
-
-
-def synthetic_pool_arrays(n: int, rng: np.random.Generator, n_sources: int = 7) -> dict:
-    """In-memory pool arrays of n documents (for the scale benchmark)."""
-    return {
-        "shard_index": (np.arange(n) // 100_000).astype(np.uint32),
-        "row": (np.arange(n) % 100_000).astype(np.uint32),
-        "n_tokens": rng.integers(20, 2000, size=n).astype(np.int64),
-        "source": rng.integers(0, n_sources, size=n).astype(np.int32),
-        "source_names": [f"source{i}" for i in range(n_sources)],
-    }

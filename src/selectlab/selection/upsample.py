@@ -7,7 +7,8 @@ as its quota needs; the last pass is cut by the same budgeted merge as everythin
 budget still lands within one document. The selection then holds repeated documents, which the
 manifest flags.
 
-This path copies the pool's arrays once (it is meant for the few variants that need it).
+This path copies the arrays it is given once; the streaming take (selection.take) gives it the
+short strata whole and only a candidate prefix of every other stratum.
 """
 
 from __future__ import annotations
@@ -29,10 +30,16 @@ def short_strata(stratum: np.ndarray, n_tokens: np.ndarray, priority: np.ndarray
 
 
 def upsampled_take(stratum: np.ndarray, n_tokens: np.ndarray, priority: np.ndarray,
-                   budget: int, quotas: np.ndarray,
-                   tiebreak: np.ndarray | None = None) -> tuple[np.ndarray, dict[int, int]]:
-    """(chosen pool positions, possibly repeated; passes per up-sampled stratum code)."""
-    short = short_strata(stratum, n_tokens, priority, quotas)
+                   budget: int, quotas: np.ndarray, tiebreak: np.ndarray | None = None,
+                   short: np.ndarray | None = None) -> tuple[np.ndarray, dict[int, int]]:
+    """(chosen pool positions, possibly repeated; passes per up-sampled stratum code).
+
+    `short` gives the short strata when the arrays hold only part of the pool (the streaming
+    take passes the whole short strata and a prefix of every other); by default they are found
+    from the arrays.
+    """
+    if short is None:
+        short = short_strata(stratum, n_tokens, priority, quotas)
     if len(short) == 0:
         return budgeted_take(stratum, n_tokens, priority, budget, quotas, tiebreak), {}
     in_short = np.isin(stratum, short)

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from selectlab.flops import cost_record, module_shape, training_flops
 from selectlab.shards import write_json
 from selectlab.train import checkpoints
 from selectlab.train.distributed import Distributed, all_reduce_mean, setup_distributed, wrap_model
@@ -181,7 +182,8 @@ def pretrain(data_path: str | Path, tokenizer_dir: str | Path, preset: ModelPres
     card = {}
     if dist.is_main:
         card = write_final_model(checkpoint_dir, out_dir, tokenizer, unwrap(model).config, s,
-                                 log_rows, total_steps)
+                                 log_rows, total_steps, device=str(dist.device),
+                                 gpus=dist.world_size if dist.device.type == "cuda" else 0)
         write_log(log_path, log_rows)
     dist.shutdown()
     return card
@@ -192,7 +194,8 @@ def unwrap(model: torch.nn.Module) -> torch.nn.Module:
 
 
 def write_final_model(checkpoint_dir, out_dir, tokenizer, config, s: TrainSettings,
-                      log_rows: list[dict], total_steps: int) -> dict:
+                      log_rows: list[dict], total_steps: int, *, device: str = "cpu",
+                      gpus: int = 0) -> dict:
     """Average the last checkpoints (DataMan's recipe) and save the result with the tokenizer.
 
     The average is loaded into a fresh single-device model, so this works the same after DDP,
@@ -215,11 +218,21 @@ def write_final_model(checkpoint_dir, out_dir, tokenizer, config, s: TrainSettin
         "final_loss": log_rows[-1]["loss"],
         "averaged_checkpoint_steps": steps,
         "settings": asdict(s),
+        "cost": training_cost(model, s, log_rows[-1], device, gpus),
     }
     write_json(tmp / "training_card.json", card)
     shutil.rmtree(out_dir, ignore_errors=True)
     os.replace(tmp, out_dir)
     return card
+
+
+def training_cost(model, s: TrainSettings, last_row: dict, device: str, gpus: int) -> dict:
+    """FLOPs (selectlab.flops: 6ND + attention) and time of every step of the run, resumed ones
+    included."""
+    shape = module_shape(model, s.seq_len)
+    return cost_record("train", training_flops(shape, last_row["tokens"]),
+                       seconds=last_row["seconds"], gpus=gpus, device=device, shape=shape,
+                       tokens=last_row["tokens"])
 
 
 def write_log(path: str | Path, rows: list[dict]) -> None:

@@ -1,8 +1,11 @@
 """Model presets -> transformers `LlamaConfig`.
 
 Presets are named in config (`models.presets`) with the shapes of Meta-rater's Table 11 at full
-scale; the MLP width defaults to 8/3 of the hidden size rounded up to a multiple of 64, as in
-Llama-style models.
+scale. Table 11 gives each model's exact parameter count, and with untied input and output
+embeddings of the 32,000-token Llama vocabulary those counts fix the MLP width of every model
+(768 for the 18M proxy, 14,336 for the 7.2B model, ...): the paper's "MLP ratio 8/3" is not what
+its counts imply, so the full-scale presets state `intermediate_size`. Without it the width is
+8/3 of the hidden size rounded up to a multiple of 64, as in Llama-style models.
 """
 
 from __future__ import annotations
@@ -57,3 +60,15 @@ def llama_config(preset: ModelPreset, vocab_size: int, context: int, eos_id: int
 
 def count_parameters(model) -> int:
     return sum(p.numel() for p in model.parameters())
+
+
+def parameter_count(preset: ModelPreset, vocab_size: int) -> int:
+    """Parameters of the `LlamaForCausalLM` that `llama_config` builds, without building it:
+    embeddings (twice when untied), per layer the attention projections, the gated MLP and two
+    RMSNorm weights, and the final norm."""
+    hidden, kv_heads = preset.hidden_size, preset.num_kv_heads or preset.num_heads
+    head_dim = hidden // preset.num_heads
+    attention = 2 * hidden * hidden + 2 * hidden * kv_heads * head_dim
+    layer = attention + 3 * hidden * preset.mlp_width() + 2 * hidden
+    embeddings = vocab_size * hidden * (1 if preset.tie_embeddings else 2)
+    return embeddings + preset.num_layers * layer + hidden

@@ -1,0 +1,1 @@
+"""What jobs cost: FLOPs and GPU-hours, measured from job records and planned from a config."""

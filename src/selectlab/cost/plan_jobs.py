@@ -1,0 +1,258 @@
+"""The jobs of a configuration, stage by stage, as `PlannedJob` rows (selectlab.cost.sizes),
+which selectlab.cost.plan turns into the estimate's tables.
+
+Token counts per job, by stage (upper bounds where the config gives caps):
+- judging: queries x (prompt: the judged text at its cap + the template; answer: the
+  configured answer length, 1 token where the judge reads log-probabilities);
+- rater training: the judged texts at their cap, read once (frozen backbone) or every epoch
+  (fine-tuning), generative DataMan at its max_length;
+- annotation: the pool's tokens per shard, capped per document where the family reads a prefix;
+- Meta-rater construction: every proxy's budget (training) and perplexity evaluation;
+- MATES: per probe one step on a unit and one pass over the reference set; the influence model's
+  training; its pass over the pool's units;
+- pre-training: the variant's budget; evaluation: held-out perplexity and ICL tokens.
+"""
+
+from __future__ import annotations
+
+from selectlab.cost.roles import (
+    ANNOTATION,
+    CONSTRUCTION,
+    EVALUATION,
+    JUDGING,
+    MATES,
+    PRETRAINING,
+    RATER_TRAINING,
+    proxies_trained,
+)
+from selectlab.cost.sizes import PlannedJob, Sizes, gpu_of
+from selectlab.flops import ModelShape, combined_shape
+
+CHARS_PER_TOKEN = 4
+
+
+def _job(stage, item, job, jobs, shape: ModelShape | None, *, train=0.0, infer=0.0, gpus=0,
+         gpu_type=""):
+    """`train` and `infer`: tokens one job trains on and reads (forward only)."""
+    return PlannedJob(stage, item, job, int(jobs), shape, float(train), float(infer),
+                      gpus if shape is not None else 0, gpu_type)
+
+
+def template_tokens(protocol: str, criterion: str | None = None) -> int:
+    from selectlab.judge import dataman, fineweb_edu, prrc, qurating, wanjuan
+
+    text = {"qurating": lambda: qurating.criterion_template(criterion),
+            "dataman": lambda: dataman.TEMPLATE, "fineweb_edu": lambda: fineweb_edu.TEMPLATE,
+            "prrc": lambda: prrc.dimension_template(criterion),
+            "wanjuan": lambda: wanjuan.question_template(criterion)}[protocol]()
+    return len(text) // CHARS_PER_TOKEN
+
+
+def protocol_tokens(protocol: str, settings: dict, logprobs: bool) -> tuple[int, float]:
+    """(queries, tokens over all queries) of one judge protocol."""
+    from selectlab.judge import prrc, wanjuan
+
+    if protocol == "qurating":
+        criteria = settings["criteria"]
+        queries = settings["pairs"] * len(criteria) * 2  # both orders
+        answer = 1 if logprobs else 4 * settings.get("samples_without_logprobs", 1)
+        prompt = 2 * settings["snippet_tokens"][1] + template_tokens(protocol, criteria[0])
+        return queries, queries * (prompt + answer)
+    criteria = {"prrc": prrc.DIMENSIONS, "wanjuan": settings.get("criteria", wanjuan.CRITERIA)}
+    names = list(criteria.get(protocol, [None]))
+    queries = settings["documents"] * len(names)
+    prompt = settings["max_text_tokens"] + template_tokens(protocol, names[0])
+    return queries, queries * (prompt + settings["max_new_tokens"])
+
+
+def judge_jobs(config: dict, sizes: Sizes, throughput: dict) -> list[PlannedJob]:
+    from selectlab.judge.resolve import configured_protocols, is_simulated, job_shape_of_judge
+
+    backend = config["judge"]["backend"]
+    gpus, gpu_type = gpu_of(job_shape_of_judge(config), throughput)
+    shape = None if is_simulated(config) else sizes.shape(
+        backend["model"], int(backend.get("max_model_len", 4096)))
+    jobs = []
+    for protocol in configured_protocols(config):
+        queries, tokens = protocol_tokens(protocol, config["judge"]["protocols"][protocol],
+                                          int(backend.get("top_logprobs", 0)) > 0)
+        jobs.append(_job(JUDGING, protocol, f"judge {protocol} ({queries:,} queries)", 1, shape,
+                         infer=tokens, gpus=gpus, gpu_type=gpu_type))
+    return jobs
+
+
+def rater_jobs(config: dict, sizes: Sizes, throughput: dict) -> list[PlannedJob]:
+    from selectlab.raters import resolve as raters
+
+    jobs = []
+    for rater in raters.configured_raters(config):
+        params, kind = raters.rater_params(config, rater), raters.rater_kind(config, rater)
+        gpus, gpu_type = gpu_of(raters.resources(config, rater), throughput)
+        if kind == "pretrained":
+            jobs.append(_job(RATER_TRAINING, rater, f"wrap {rater} (public classifiers)", 1,
+                             None))
+            continue
+        settings = config["judge"]["protocols"][raters.labels_protocol(rater)]
+        texts = settings["documents"]
+        cap = settings["snippet_tokens"][1] if rater == "qurater" else settings["max_text_tokens"]
+        if kind == "generative":
+            shape = sizes.shape(params["backbone"], params["max_length"])
+            tokens = texts * (1 - params["heldout_fraction"]) * params["max_length"] \
+                * params["epochs"]
+            jobs.append(_job(RATER_TRAINING, rater, f"fine-tune {rater} (generative)", 1, shape,
+                             train=tokens, gpus=gpus, gpu_type=gpu_type))
+            continue
+        shape = sizes.shape(params["backbone"], params["window"])
+        read = texts * cap
+        trained = read * (1 - params["heldout_fraction"]) * params["epochs"] \
+            if params["train_backbone"] else 0.0
+        jobs.append(_job(RATER_TRAINING, rater, f"train {rater}", 1, shape, train=trained,
+                         infer=read, gpus=gpus, gpu_type=gpu_type))
+    return jobs
+
+
+def family_shape(config: dict, sizes: Sizes, family: dict) -> tuple[ModelShape | None, int | None]:
+    """(model shape, per-document token cap) of a configured annotation family."""
+    from selectlab.raters import resolve as raters
+
+    kind = family["kind"]
+    if kind in ("signals", "dsir"):
+        return None, None
+    if kind in ("refppl", "embedding"):
+        return sizes.shape(family["model"], family["max_tokens"]), family["max_tokens"]
+    params = raters.rater_params(config, family["rater"])
+    if kind == "rater_generative":
+        return sizes.shape(params["backbone"], params["max_length"]), params["max_length"]
+    if params.get("pretrained"):
+        return combined_shape([sizes.shape(entry["path"], params["window"])
+                               for entry in params["pretrained"].values()]), None
+    return sizes.shape(params["backbone"], params["window"]), None
+
+
+def shard_count(config: dict) -> int:
+    corpus = config["corpus"]
+    if corpus["mode"] == "embedded":
+        return int(corpus["num_shards"])
+    return int((config.get("cost") or {}).get("shards", 1))
+
+
+def annotation_jobs(config: dict, sizes: Sizes, throughput: dict) -> list[PlannedJob]:
+    from selectlab.annotate import resolve as annotate
+
+    documents, tokens = sizes.pool()
+    shards = shard_count(config)
+    jobs = []
+    for name in annotate.family_names(config):
+        family = annotate.family_config(config, name)
+        shape, cap = family_shape(config, sizes, family)
+        gpus, gpu_type = gpu_of(annotate.resources(config, name), throughput)
+        read = min(tokens, documents * cap) if cap else tokens
+        jobs.append(_job(ANNOTATION, name, f"annotate {name} (per shard)", shards, shape,
+                         infer=read / shards, gpus=gpus, gpu_type=gpu_type))
+    return jobs
+
+
+def pretrain_gpus(config: dict, variant: str, throughput: dict) -> tuple[int, str]:
+    """GPUs of the variant's pretraining job, over all its nodes, and their type."""
+    from selectlab.train.resolve import pretrain_shape
+
+    shape = pretrain_shape(config, variant)
+    gpus, gpu_type = gpu_of(shape, throughput)
+    return gpus * int(shape["nodes"]), gpu_type
+
+
+def pretraining_jobs(config: dict, sizes: Sizes, throughput: dict, names: list[str],
+                     stage: str, item_of) -> list[PlannedJob]:
+    """Pre-training of each model on its budget."""
+    from selectlab.selection.resolve import resolve_selection
+    from selectlab.train.resolve import preset_name, resolve_pretrain
+
+    jobs = []
+    for name in names:
+        settings = resolve_pretrain(config, name)["settings"]
+        shape = sizes.preset(preset_name(config, name), settings["seq_len"])
+        budget = resolve_selection(config, name)["budget_tokens"]
+        gpus, gpu_type = pretrain_gpus(config, name, throughput)
+        jobs.append(_job(stage, item_of(name), f"pretrain {name}", 1, shape, train=budget,
+                         gpus=gpus, gpu_type=gpu_type))
+    return jobs
+
+
+def evaluation_jobs(config: dict, sizes: Sizes, throughput: dict, names: list[str],
+                    stage: str, item_of, icl: bool) -> list[PlannedJob]:
+    """Held-out perplexity (and ICL) of each model."""
+    from selectlab.evaluate.resolve import eval_shape
+    from selectlab.train.resolve import preset_name, resolve_pretrain
+
+    jobs = []
+    for name in names:
+        settings = resolve_pretrain(config, name)["settings"]
+        shape = sizes.preset(preset_name(config, name), settings["seq_len"])
+        read = sizes.heldout_tokens() + (sizes.icl_tokens() if icl else 0.0)
+        gpus, gpu_type = gpu_of(eval_shape(config, "eval_perplexity", name), throughput)
+        jobs.append(_job(stage, item_of(name), f"evaluate {name}", 1, shape, infer=read,
+                         gpus=gpus, gpu_type=gpu_type))
+    return jobs
+
+
+def mates_jobs(config: dict, sizes: Sizes, throughput: dict) -> list[PlannedJob]:
+    from selectlab.annotate import resolve as annotate
+    from selectlab.mates import plan as mates
+    from selectlab.selection.resolve import (
+        influence_family,
+        influence_stages,
+        mates_settings,
+        mates_variants,
+    )
+    from selectlab.train.resolve import preset_name
+
+    documents, tokens = sizes.pool()
+    shards = shard_count(config)
+    jobs = []
+    for variant in mates_variants(config):
+        spec = mates_settings(config, variant)
+        for stage in influence_stages(config, variant):
+            probe = mates.probe_params(config, variant, stage)
+            lm = sizes.preset(preset_name(config, variant), probe["seq_len"])
+            per_job = probe["probes"] / probe["parts"]
+            gpus, gpu_type = gpu_of(mates.job_shape_of(config, "probe"), throughput)
+            jobs.append(_job(MATES, variant, f"probe {variant} stage {stage}", probe["parts"],
+                             lm, train=per_job * probe["unit_tokens"],
+                             infer=(per_job + 1) * probe["reference_tokens"], gpus=gpus,
+                             gpu_type=gpu_type))
+            model = mates.influence_model_params(config, variant, stage)
+            shape = sizes.shape(model["backbone"], model["window"])
+            read = spec["probes"] * spec["unit_tokens"]
+            trained = read * (1 - spec["heldout_fraction"]) * model["epochs"] \
+                if model["train_backbone"] else 0.0
+            gpus, gpu_type = gpu_of(mates.job_shape_of(config, "fit"), throughput)
+            jobs.append(_job(MATES, variant, f"fit {variant} stage {stage}", 1, shape,
+                             train=trained, infer=read, gpus=gpus, gpu_type=gpu_type))
+            units = min(tokens, documents * spec["unit_tokens"]) / shards
+            family = influence_family(variant, stage)
+            gpus, gpu_type = gpu_of(annotate.resources(config, family), throughput)
+            jobs.append(_job(MATES, variant, f"annotate {family} "
+                             "(per shard)", shards, shape, infer=units, gpus=gpus,
+                             gpu_type=gpu_type))
+    return jobs
+
+
+def all_jobs(config: dict, throughput: dict) -> list[PlannedJob]:
+    from selectlab.selection.resolve import mates_stage_names, mates_variants, parse_proxy_name
+
+    sizes = Sizes(config)
+    variants = list(config["variants"])
+    staged = mates_variants(config)
+    parent = {stage: name for name in staged for stage in mates_stage_names(config, name)}
+    trained = [stage for name in variants
+               for stage in (mates_stage_names(config, name) if name in staged else [name])]
+    proxies = proxies_trained(config)
+    search = lambda name: parse_proxy_name(name)[0]  # noqa: E731
+    return (judge_jobs(config, sizes, throughput) + rater_jobs(config, sizes, throughput)
+            + annotation_jobs(config, sizes, throughput)
+            + pretraining_jobs(config, sizes, throughput, proxies, CONSTRUCTION, search)
+            + evaluation_jobs(config, sizes, throughput, proxies, CONSTRUCTION, search, False)
+            + mates_jobs(config, sizes, throughput)
+            + pretraining_jobs(config, sizes, throughput, trained, PRETRAINING,
+                               lambda name: parent.get(name, name))
+            + evaluation_jobs(config, sizes, throughput, variants, EVALUATION, str, True))
