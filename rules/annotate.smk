@@ -16,6 +16,29 @@ ANNOTATE_FAMILIES = annotate_cfg.family_names(config)
 MATES_FAMILIES = mates_cfg.family_names(config)
 DSIR_FAMILIES = annotate_cfg.families_of_kind(config, "dsir")
 FAMILY_SHAPE = per_job(lambda w: annotate_cfg.resources(config, w["family"]))
+ANNOTATE_CONTAINER = lambda w: CONTAINERS[annotate_cfg.container_key(config, w.family)]
+# Batch sizes are resources, not params: they change how fast a job scores, not what it writes.
+ANNOTATE_THROUGHPUT = lambda w: json_param(
+    annotate_cfg.resolve_throughput(config, w.family)
+)
+# annotate.shards_per_job: full batches of shards scored by one job each (annotate_batch), and
+# the shards of a last, incomplete batch (every shard when it is 1), scored alone (annotate).
+ANNOTATE_BATCHES, ANNOTATE_ALONE = annotate_cfg.shard_batches(
+    SHARDS, annotate_cfg.shards_per_job(config)
+)
+ANNOTATE_SUFFIXES = annotate_cfg.batch_suffixes(annotate_cfg.shards_per_job(config))
+ANNOTATE_ALONE_PATTERN = (
+    names_pattern(ANNOTATE_ALONE) if ANNOTATE_BATCHES else "[A-Za-z0-9_]+"
+)
+# A batch job keeps one shard's memory and adds up its shards' time.
+BATCH_SHAPE = per_job(
+    lambda w: annotate_cfg.resources(config, w["family"], len(ANNOTATE_SUFFIXES))
+)
+# The stats files of every annotation job of some families: one per batch, one per shard
+# scored alone (each lists its shards).
+ANNOTATION_STATS = lambda families: annotate_cfg.stats_files(
+    RUN, families, ANNOTATE_BATCHES, ANNOTATE_ALONE
+)
 # The raw files of the shards a DSIR family samples its raw distribution from.
 DSIR_SHARD_FILES = lambda w: annotate_cfg.dsir_shard_files(
     config, w.family, SHARD_FILES
@@ -30,6 +53,18 @@ wildcard_constraints:
     family=names_pattern(ANNOTATE_FAMILIES + MATES_FAMILIES),
 
 
+# One command for a job of one shard and for a job of annotate.shards_per_job shards: every
+# shard still gets its own sidecar; each job writes one stats file listing its shards.
+ANNOTATE_COMMAND = (
+    "selectlab annotate run --family {wildcards.family} --params {params.cfg:q}"
+    " --throughput {resources.throughput:q} --shard-files {params.shard_files:q}"
+    " --meta-dir {params.meta_dir} --fitted {input.fitted}"
+    " --max-doc-chars {params.max_doc_chars} --id-root {params.id_root:q}"
+    " --gpus {resources.gpu} --threads {threads}"
+    " --out-dir {params.out_dir} --stats {output.stats} > {log} 2>&1"
+)
+
+
 rule annotate:
     input:
         meta=layout.meta_sidecar(RUN),
@@ -41,22 +76,61 @@ rule annotate:
         layout.job_log(RUN, "annotate", "{family}/{shard}"),
     benchmark:
         layout.benchmark(RUN, "annotate", "{family}/{shard}")
+    wildcard_constraints:
+        shard=ANNOTATE_ALONE_PATTERN,
     container:
-        lambda w: CONTAINERS[annotate_cfg.container_key(config, w.family)]
+        ANNOTATE_CONTAINER
     threads: job_threads(FAMILY_SHAPE)
     resources:
         **job_resources(FAMILY_SHAPE),
+        throughput=ANNOTATE_THROUGHPUT,
     params:
         cfg=lambda w: json_param(annotate_cfg.resolve_family(config, w.family)),
-        raw=RAW_SHARD_FILES,
+        shard_files=lambda w: json_param({w.shard: SHARD_FILES[w.shard]}),
+        meta_dir=parent_dir_of_input("meta"),
+        out_dir=parent_dir("sidecar"),
         max_doc_chars=MAX_DOC_CHARS,
-        batch_size=config["annotate"]["batch_size"],
+        id_root=lambda w: corpus_cfg.id_root(config, SHARD_FILES[w.shard]),
     shell:
-        "selectlab annotate run --family {wildcards.family} --shard {wildcards.shard}"
-        " --params {params.cfg:q} --inputs {params.raw} --meta {input.meta}"
-        " --fitted {input.fitted} --max-doc-chars {params.max_doc_chars}"
-        " --batch-size {params.batch_size} --gpus {resources.gpu} --threads {threads}"
-        " --out {output.sidecar} --stats {output.stats} > {log} 2>&1"
+        ANNOTATE_COMMAND
+
+
+if ANNOTATE_BATCHES:
+
+    rule annotate_batch:
+        input:
+            meta=[layout.meta_sidecar(RUN, f"{{batch}}{s}") for s in ANNOTATE_SUFFIXES],
+            fitted=lambda w: annotate_cfg.fitted_inputs(config, RUN, w.family),
+        output:
+            sidecars=[
+                layout.sidecar(RUN, shard=f"{{batch}}{s}") for s in ANNOTATE_SUFFIXES
+            ],
+            stats=layout.annotation_batch_stats(RUN),
+        log:
+            layout.job_log(RUN, "annotate", "{family}/{batch}_batch"),
+        benchmark:
+            layout.benchmark(RUN, "annotate", "{family}/{batch}_batch")
+        wildcard_constraints:
+            batch=names_pattern(ANNOTATE_BATCHES),
+        container:
+            ANNOTATE_CONTAINER
+        threads: job_threads(BATCH_SHAPE)
+        resources:
+            **job_resources(BATCH_SHAPE),
+            throughput=ANNOTATE_THROUGHPUT,
+        params:
+            cfg=lambda w: json_param(annotate_cfg.resolve_family(config, w.family)),
+            shard_files=lambda w: json_param(
+                {shard: SHARD_FILES[shard] for shard in ANNOTATE_BATCHES[w.batch]}
+            ),
+            meta_dir=parent_dir_of_input("meta"),
+            out_dir=parent_dir("sidecars"),
+            max_doc_chars=MAX_DOC_CHARS,
+            id_root=lambda w: corpus_cfg.id_root(
+                config, SHARD_FILES[ANNOTATE_BATCHES[w.batch][0]]
+            ),
+        shell:
+            ANNOTATE_COMMAND
 
 
 if DSIR_FAMILIES:
@@ -115,7 +189,7 @@ if annotate_cfg.needs_reference_lm(config):
 # this table instead of on every shard's sidecar (rules/select.smk).
 rule family_throughput:
     input:
-        lambda w: expand(layout.annotation_stats(RUN, w.family), shard=SHARDS),
+        lambda w: ANNOTATION_STATS([w.family]),
     output:
         csv=layout.family_throughput(RUN, ext="csv"),
         md=layout.family_throughput(RUN, ext="md"),
@@ -133,7 +207,7 @@ rule family_throughput:
 
 rule annotation_throughput:
     input:
-        expand(layout.annotation_stats(RUN), family=ANNOTATE_FAMILIES, shard=SHARDS),
+        ANNOTATION_STATS(ANNOTATE_FAMILIES),
     output:
         csv=layout.table(RUN, ANNOTATION_THROUGHPUT, "csv"),
         md=layout.table(RUN, ANNOTATION_THROUGHPUT, "md"),

@@ -42,8 +42,18 @@ def names_pattern(names):
 
 
 def parent_dir(name):
-    """A params function: the directory of output `name` (keeps paths derived from outputs)."""
-    return lambda wildcards, output: os.path.dirname(output[name])
+    """A params function: the directory of output `name` (keeps paths derived from outputs;
+    its first file, if several)."""
+    return lambda wildcards, output: os.path.dirname(
+        output[name][0] if isinstance(output[name], list) else output[name]
+    )
+
+
+def parent_dir_of_input(name):
+    """A params function: the directory of input `name` (its first file, if several)."""
+    return lambda wildcards, input: os.path.dirname(
+        input[name][0] if isinstance(input[name], list) else input[name]
+    )
 
 
 def optional_flag(flag, name):
@@ -84,6 +94,20 @@ def job_resources(shape_of):
         name: lambda wildcards, name=name: snakemake_form(wildcards)[name]
         for name in res.SNAKEMAKE_KEYS
     }
+
+
+def slurm_partition_file():
+    """The slurm profile's partition file; None for other executors and inside a job.
+
+    Read from the executor's settings, which Snakemake sets after parsing the workflow (so
+    only resource functions, evaluated while the plan is built, see it) and not at all in a
+    dry run; there the plugin's own variable SNAKEMAKE_SLURM_PARTITIONS names the file.
+    """
+    settings = workflow.executor_settings
+    path = getattr(settings, "partition_config", None) or os.environ.get(
+        "SNAKEMAKE_SLURM_PARTITIONS"
+    )
+    return str(path) if path else None
 
 
 def final_targets():

@@ -2,6 +2,11 @@
 from selectlab.evaluate import resolve as evaluate_cfg
 
 LOCAL_ICL = evaluate_cfg.uses_local_tasks(config)
+# lm-eval's benchmarks are read offline from the cache fetch_eval_data filled (docs/cluster.md).
+ICL_DATA_CACHE_FLAG = (
+    "" if LOCAL_ICL else f"--data-cache {evaluate_cfg.data_cache(config)}"
+)
+# Sized from the model and the tokens it scores (selectlab.evaluate.sizing).
 PERPLEXITY_SHAPE = per_job(
     lambda w: evaluate_cfg.eval_shape(config, "eval_perplexity", w["variant"])
 )
@@ -37,6 +42,30 @@ if LOCAL_ICL:
             " --out-dir {output} > {log} 2>&1"
 
 
+# The lm-eval benchmarks, downloaded once on the submit host into a shared cache that the ICL
+# jobs read offline (compute nodes may have no internet); nothing to fetch for local tasks.
+localrules:
+    fetch_eval_data,
+
+
+rule fetch_eval_data:
+    output:
+        layout.lm_eval_data(RUN),
+    log:
+        layout.log(RUN, "fetch_eval_data"),
+    container:
+        CONTAINERS["train"]
+    threads: rule_threads("fetch_eval_data")
+    resources:
+        **rule_resources("fetch_eval_data"),
+    params:
+        cfg=json_param(evaluate_cfg.fetch_params(config)),
+        cache=evaluate_cfg.data_cache(config),
+    shell:
+        "selectlab evaluate fetch-data --params {params.cfg:q} --cache-dir {params.cache}"
+        " --out {output} > {log} 2>&1"
+
+
 rule eval_perplexity:
     input:
         model=layout.final_model(RUN),
@@ -54,15 +83,18 @@ rule eval_perplexity:
         **job_resources(PERPLEXITY_SHAPE),
     params:
         cfg=lambda w: json_param(evaluate_cfg.perplexity_params(config, w.variant)),
+        # Not an output: what a pre-empted job has scored survives its failure.
+        progress=lambda w: layout.perplexity_progress(RUN, w.variant),
     shell:
         "selectlab evaluate perplexity --model {input.model} --heldout {input.heldout}"
-        " --params {params.cfg:q} --out {output} > {log} 2>&1"
+        " --params {params.cfg:q} --progress {params.progress} --out {output} > {log} 2>&1"
 
 
 rule eval_icl:
     input:
         model=layout.final_model(RUN),
         tasks=[layout.icl_tasks(RUN)] if LOCAL_ICL else [],
+        data=layout.lm_eval_data(RUN),
     output:
         layout.icl(RUN),
     log:
@@ -77,8 +109,9 @@ rule eval_icl:
     params:
         cfg=lambda w: json_param(ICL_PARAMS[w.variant]),
         tasks=optional_flag("--tasks-dir", "tasks"),
+        data_cache=ICL_DATA_CACHE_FLAG,
         # Results per (task, shots) of this model, kept across reruns (not an output).
         cache=lambda w: layout.icl_cache(RUN, w.variant),
     shell:
-        "selectlab evaluate icl --model {input.model} {params.tasks} --params {params.cfg:q}"
-        " --cache-dir {params.cache} --out {output} > {log} 2>&1"
+        "selectlab evaluate icl --model {input.model} {params.tasks} {params.data_cache}"
+        " --params {params.cfg:q} --cache-dir {params.cache} --out {output} > {log} 2>&1"

@@ -28,6 +28,7 @@ if PAPER_PLAN["curve_runs"]:
         input:
             model=layout.final_model(RUN),
             tasks=[layout.icl_tasks(RUN)] if LOCAL_ICL else [],
+            data=layout.lm_eval_data(RUN),
         output:
             layout.curve_icl(RUN),
         log:
@@ -45,9 +46,10 @@ if PAPER_PLAN["curve_runs"]:
             snapshot=lambda w: layout.snapshot(RUN, w.variant, w.fraction),
             cfg=lambda w: json_param(CURVE_ICL_PARAMS[w.variant]),
             tasks=optional_flag("--tasks-dir", "tasks"),
+            data_cache=ICL_DATA_CACHE_FLAG,
             cache=lambda w: layout.curve_icl_cache(RUN, w.variant, w.fraction),
         shell:
-            "selectlab evaluate icl --model {params.snapshot} {params.tasks}"
+            "selectlab evaluate icl --model {params.snapshot} {params.tasks} {params.data_cache}"
             " --params {params.cfg:q} --cache-dir {params.cache} --out {output} > {log} 2>&1"
 
 

@@ -19,6 +19,18 @@ PRETRAIN_LAUNCHER = lambda w: launch.node_launcher(
     home=os.getcwd(),
 )
 
+# `selectlab pretrain --launch ... --gpus ... --nodes ...`.
+PRETRAIN_LAUNCH = lambda w: launch.launch_options(
+    train_cfg.launch_settings(config, w.variant), PRETRAIN_SHAPE(w)
+)
+# Estimated peak GPU memory of one process; stops the plan if it cannot fit a GPU of a
+# partition the job could be sent to (selectlab.train.memory, docs/cluster.md).
+PRETRAIN_GPU_MEM_MB = per_job(
+    lambda w: train_cfg.checked_gpu_memory_mb(
+        config, w["variant"], slurm_partition_file()
+    )
+)
+
 
 rule pretrain:
     input:
@@ -37,6 +49,11 @@ rule pretrain:
     threads: job_threads(PRETRAIN_SHAPE)
     resources:
         **job_resources(PRETRAIN_SHAPE),
+        gpu_mem_mb=PRETRAIN_GPU_MEM_MB,
+        # How the job runs (srun per node, GPUs, micro-batch, activation checkpointing, FSDP):
+        # resources, not params, so resizing a preset resumes its models instead of rerunning.
+        launcher=PRETRAIN_LAUNCHER,
+        launch=PRETRAIN_LAUNCH,
     params:
         cfg=lambda w: json_param(
             train_cfg.resolve_pretrain(
@@ -45,10 +62,7 @@ rule pretrain:
         ),
         checkpoints=lambda w: layout.checkpoints(RUN, w.variant),
         init=optional_flag("--init-from", "init"),
-        launcher=PRETRAIN_LAUNCHER,
-        gpus=lambda w: PRETRAIN_SHAPE(w)["gpu"],
     shell:
-        "{params.launcher}selectlab pretrain --data {input.data} --tokenizer {input.tokenizer}"
-        " {params.init} --params {params.cfg:q} --gpus {params.gpus} --nodes {resources.nodes}"
-        " --out-dir {output.model}"
+        "{resources.launcher}selectlab pretrain --data {input.data} --tokenizer {input.tokenizer}"
+        " {params.init} --params {params.cfg:q} {resources.launch} --out-dir {output.model}"
         " --checkpoint-dir {params.checkpoints} --log-csv {output.train_log} > {log} 2>&1"

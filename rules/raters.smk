@@ -34,6 +34,8 @@ rule train_rater:
     threads: job_threads(RATER_SHAPE)
     resources:
         **job_resources(RATER_SHAPE),
+        # Chunks per forward pass: speed, not what is learned (a resource: reruns nothing).
+        throughput=lambda w: json_param(raters_cfg.resolve_throughput(config, w.rater)),
     params:
         cfg=lambda w: json_param(raters_cfg.rater_params(config, w.rater)),
         notes=json_param(JUDGE_NOTES),
@@ -42,6 +44,7 @@ rule train_rater:
         tokenizer=optional_flag("--tokenizer", "tokenizer"),
     shell:
         "selectlab raters train --rater {wildcards.rater} --params {params.cfg:q}"
+        " --throughput {resources.throughput:q}"
         " {params.labels} {params.tokenizer} --judge-notes {params.notes:q}"
         " --gpus {resources.gpu} --threads {threads} --out {params.out}"
         " --metrics {output.metrics} > {log} 2>&1"

@@ -6,6 +6,10 @@ from selectlab.report import plan as report_cfg
 
 REPORT = report_cfg.report_plan(config)
 REPORT_PARAMS = json_param(report_cfg.report_params(config))
+# Every image a job of this configuration runs in; each one's package list is archived.
+ENVIRONMENTS = report_cfg.environments(config)
+# Tables archived without their wall-clock, speed and memory columns.
+MEASURED_TABLES = report_cfg.measured_tables(config, RUN)
 
 
 rule tables:
@@ -117,7 +121,9 @@ rule environment:
 
 rule provenance:
     input:
-        expand(layout.shard_read_report(RUN), shard=SHARDS),
+        reports=expand(layout.shard_read_report(RUN), shard=SHARDS),
+        # The embedded corpus's inputs: packages, versions, checksums.
+        build=corpus_cfg.build_stats_inputs(config, RUN),
     output:
         layout.provenance(RUN),
     log:
@@ -130,9 +136,10 @@ rule provenance:
     params:
         # A function, so braces in config values (the chat template) are not read as wildcards.
         cfg=lambda w: json_param(config),
+        build=optional_flag("--corpus-build", "build"),
     shell:
-        "selectlab report provenance --params {params.cfg:q} --reports {input}"
-        " --out {output} > {log} 2>&1"
+        "selectlab report provenance --params {params.cfg:q} --reports {input.reports}"
+        " {params.build} --out {output} > {log} 2>&1"
 
 
 rule archive:
@@ -142,12 +149,14 @@ rule archive:
         rules.html_report.output,
         rules.provenance.output,
         layout.read_report(RUN),
-        expand(layout.environment(RUN), env=report_cfg.ENVIRONMENTS),
+        rules.judge_failures.output,
+        expand(layout.environment(RUN), env=ENVIRONMENTS),
         expand(layout.selection_manifest(RUN), variant=VARIANTS),
         EVAL_RESULTS,
         expand(layout.train_log(RUN), variant=VARIANTS),
         select_cfg.metarater_fit_files(config, RUN),
         ANALYSIS_TARGETS,
+        expand(layout.table(RUN), name=REPORT.rater_tables, ext=["csv", "md"]),
         expand(layout.table(RUN), name=REPORT.lead_tables(), ext=["csv", "md"]),
         [layout.paper_cells(RUN)] if REPORT.numbered_tables else [],
         expand(layout.figure(RUN), name=REPORT.paper_charts),
@@ -155,6 +164,7 @@ rule archive:
         expand(layout.figure(RUN), name=REPORT.winrate_figures()),
         INSTRUCT_ARCHIVE,
         expand(layout.table(RUN), name=report_cfg.COST_TABLES, ext=["csv", "md"]),
+        measured=MEASURED_TABLES,
     output:
         layout.archive(RUN),
     log:
@@ -166,5 +176,7 @@ rule archive:
         **rule_resources("archive"),
     params:
         run_dir=lambda w, output: os.path.dirname(os.path.dirname(output[0])),
+        files=lambda w, input: [f for f in input if f not in set(input.measured)],
     shell:
-        "selectlab report archive --run-dir {params.run_dir} --files {input} --out {output} > {log} 2>&1"
+        "selectlab report archive --run-dir {params.run_dir} --files {params.files}"
+        " --measured {input.measured} --out {output} > {log} 2>&1"

@@ -3,13 +3,22 @@
 # (the read report for meta sidecars and tokens, a throughput table per score family): per-shard
 # inputs for every variant and Meta-rater proxy would make planning quadratic at full scale.
 # Scores combined on percentile ranks are ranked once per pool (rank_scores), not per selection.
-# Both rules stream the pool within selection.memory_mb, which is also what their jobs ask for.
+# Both rules stream the pool within selection.memory_mb, which is also what their jobs ask for;
+# a select job's cores and time follow the pool's size, and SemDeDup asks for its in-memory
+# ranks on top of the ceiling (selectlab.selection.sizing).
+from selectlab.selection import sizing as select_sizing
 from selectlab.train import resolve as train_cfg
 
 VARIANTS = select_cfg.variant_names(config)
 RANKED = select_cfg.ranked_scores(config)
 RANK_SHAPE = select_cfg.selection_job_shape(config, "rank_scores")
-SELECT_SHAPE = select_cfg.selection_job_shape(config, "select")
+POOL_DOCUMENTS = select_sizing.pool_documents(config, SHARD_FILES)
+SELECT_SHAPE = per_job(
+    lambda w: select_cfg.select_shape(config, w["variant"], POOL_DOCUMENTS)
+)
+# The memory the pool streams within (the command's --memory-mb): the job's memory but for
+# SemDeDup's in-memory ranks. A resource, as mem_mb is: changing it reruns nothing.
+SELECT_CEILING_MB = select_cfg.selection_job_shape(config, "select")["mem_mb"]
 
 
 rule rank_scores:
@@ -51,9 +60,10 @@ rule select:
         layout.job_log(RUN, "select", "{variant}"),
     container:
         CONTAINERS["cpu"]
-    threads: SELECT_SHAPE["cpus"]
+    threads: job_threads(SELECT_SHAPE)
     resources:
-        **res.present(res.as_snakemake(SELECT_SHAPE)),
+        **job_resources(SELECT_SHAPE),
+        memory_ceiling_mb=SELECT_CEILING_MB,
     params:
         cfg=lambda w: json_param(select_cfg.resolve_selection(config, w.variant)),
         attributes_dir=layout.attributes_dir(RUN),
@@ -63,7 +73,7 @@ rule select:
     shell:
         "selectlab select run --params {params.cfg:q} --attributes-dir {params.attributes_dir}"
         " --meta {params.meta} {params.upstream} --out-dir {params.out_dir}"
-        " --memory-mb {resources.mem_mb} > {log} 2>&1"
+        " --memory-mb {resources.memory_ceiling_mb} > {log} 2>&1"
 
 
 # The packed sequences are read by this variant's pretraining only, so they go once it is done.

@@ -28,6 +28,10 @@ FRACTION, COMPARISON = "{fraction}", "{comparison}"
 
 # Inside a rater directory (raters/{rater}/): what selectlab.raters.io writes and reads.
 RATER_CARD, RATER_MODEL = "rater_card.json", "model"
+# Inside a checkpoint directory (models/{variant}/checkpoints/): what selectlab.train.checkpoints
+# writes and reads. A checkpoint is `step_` and its step in 7 digits.
+CHECKPOINT_PREFIX, CHECKPOINT_STEP_DIGITS = "step_", 7
+CHECKPOINT_META, CHECKPOINT_OWNER = "run.json", ".owner"
 # Inside a final model directory (models/{variant}/final/): the training snapshots that
 # selectlab.train.snapshots writes there.
 SNAPSHOTS = "snapshots"
@@ -134,6 +138,12 @@ def attributes_dir(root: str) -> str:
 def annotation_stats(root: str, family: str = FAMILY, shard: str = SHARD) -> str:
     """One annotation job's throughput record, beside its log."""
     return _under(root, "logs", "annotate", family, f"{shard}.json")
+
+
+@path
+def annotation_batch_stats(root: str, family: str = FAMILY, batch: str = "{batch}") -> str:
+    """The throughput records of one job of annotate.shards_per_job shards (a JSON list)."""
+    return _under(root, "logs", "annotate", family, f"{batch}_batch.json")
 
 
 @path
@@ -270,6 +280,35 @@ def checkpoints(root: str, variant: str = VARIANT) -> str:
     return _under(root, "models", variant, "checkpoints")
 
 
+def checkpoint_name(step: int) -> str:
+    """The directory name of the checkpoint of `step` (step_0001000)."""
+    return f"{CHECKPOINT_PREFIX}{step:0{CHECKPOINT_STEP_DIGITS}d}"
+
+
+@path
+def checkpoint(root: str, variant: str = VARIANT, step: str = "{step}") -> str:
+    """One sharded checkpoint; `step` in its 7 digits (checkpoint_name)."""
+    return _under(checkpoints(root, variant), f"{CHECKPOINT_PREFIX}{step}")
+
+
+@path
+def checkpoint_meta(root: str, variant: str = VARIANT, step: str = "{step}") -> str:
+    """Written after every shard: a checkpoint without it is an unfinished save."""
+    return _under(checkpoint(root, variant, step), CHECKPOINT_META)
+
+
+@path
+def checkpoint_owner(root: str, variant: str = VARIANT) -> str:
+    """The claim of the training run that may write this variant's checkpoints."""
+    return _under(checkpoints(root, variant), CHECKPOINT_OWNER)
+
+
+@path
+def lm_eval_data(root: str) -> str:
+    """What fetch_eval_data put in the shared lm-eval cache; the ICL jobs wait on it."""
+    return _under(root, "eval", "lm_eval_data.json")
+
+
 def snapshot_name(fraction: str) -> str:
     """A snapshot directory's name; `fraction` as the curves name it (`str(float)`: "0.5")."""
     return f"f{fraction}"
@@ -290,6 +329,12 @@ def icl_tasks(root: str) -> str:
 @path
 def perplexity(root: str, variant: str = VARIANT) -> str:
     return _under(root, "eval", variant, "perplexity.json")
+
+
+@path
+def perplexity_progress(root: str, variant: str = VARIANT) -> str:
+    """What an interrupted perplexity job has scored; removed once perplexity.json is written."""
+    return _under(root, "eval", variant, ".perplexity.json.progress")
 
 
 @path

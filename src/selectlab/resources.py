@@ -19,6 +19,7 @@ None, which Snakemake drops.
 
 from __future__ import annotations
 
+import copy
 import functools
 from pathlib import Path
 
@@ -42,12 +43,13 @@ def _schema(name: str) -> dict:
     return read_schema(path)
 
 
-def schema_default(schema: str, *keys: str) -> dict:
-    """The `default:` of the schema node at `keys` (e.g. "$defs", "shape") of a schema file."""
+def schema_default(schema: str, *keys: str):
+    """The `default:` of the schema node at `keys` (e.g. "$defs", "shape") of a schema file
+    (a copy: callers may change it)."""
     node = _schema(schema)
     for key in keys:
         node = node[key]
-    return dict(node["default"])
+    return copy.deepcopy(node["default"])
 
 
 def shape_default() -> dict:

@@ -6,8 +6,12 @@ One module-scoped scenario feeds every test:
 2. the SLURM run (profiles/slurm, then tests/integration/slurm/profile for this cluster) until
    the first pretraining job is queued; then Snakemake is killed with SIGKILL and the jobs it
    left on the cluster are cancelled, as when the submitting machine goes down;
-3. `--unlock` and the same command again with `--rerun-incomplete`; the first pretraining job
-   that runs is killed with `scancel` after a few seconds.
+3. `--unlock` and the same command again with `--rerun-incomplete`; the pretraining job of
+   `uniform` is killed with `scancel` after a few seconds, and the pretraining job of
+   `uniform_plus50` (a bigger model, trained for about a minute) reaches its time limit: once
+   it logs its first step, its limit is cut to a minute or two from now, so SLURM sends the
+   profile's warning signal (`--signal=URG@600`) at its next time-limit check (every 30 s),
+   the job saves a pre-emption checkpoint and exits, and Snakemake's retry resumes it.
 Pretraining and evaluation ask for one GPU each (the model preset's `resources`,
 `evaluation.gpu`), so four evaluations and two pretrainings compete for two GPUs. apptainer is
 replaced by a recording stand-in (slurm/bin/apptainer) that runs each command on the host.
@@ -16,7 +20,9 @@ replaced by a recording stand-in (slurm/bin/apptainer) that runs each command on
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -46,6 +52,7 @@ pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 VARIANTS = ["uniform", "uniform_plus50"]
+SCANCELLED, TIMED_OUT = VARIANTS
 GPU_RULES = {"pretrain", "eval_perplexity", "eval_icl"}
 SCANCEL_AFTER_S = 3.0
 
@@ -59,9 +66,18 @@ def small_config(run: str, gpus: bool) -> dict:
     config["pretrain"]["checkpoint_every"] = 3
     config["evaluation"]["perplexity"]["max_tokens_per_source"] = 1000
     config["evaluation"]["icl"]["local_tasks"]["items_per_source"] = 4
+    # The job that reaches its time limit: ~90 steps of a 6-layer model, about a minute here;
+    # its only checkpoints are the pre-emption one and the last.
+    config["models"]["presets"]["slow"] = {"hidden_size": 384, "num_layers": 6, "num_heads": 6,
+                                           "tie_embeddings": True}
+    config["variants"][TIMED_OUT]["budget_tokens"] = 60000
+    config["variants"][TIMED_OUT]["pretrain"] = {"preset": "slow", "checkpoint_every": 1000}
     if gpus:
-        preset = config["models"]["presets"][config["pretrain"]["preset"]]
-        preset["resources"] = {"gpu": 1, "cpus": 1, "mem_mb": 2000, "runtime": 10}
+        # 20 minutes: longer than the profile's 10-minute warning, which would otherwise arrive
+        # as soon as a job starts.
+        for preset in ("tiny", "slow"):
+            config["models"]["presets"][preset]["resources"] = {
+                "gpu": 1, "cpus": 1, "mem_mb": 2000, "runtime": 20}
         config["evaluation"]["gpu"] = 1
     return config
 
@@ -96,6 +112,7 @@ class Scenario:
     finished_outputs: set[str]
     finished_before_kill: dict[str, int]
     cancelled: object
+    timed_out: object
     final_jobs: dict
 
 
@@ -130,24 +147,43 @@ def run_until_pretraining_is_queued(command, workdir, env, out_path) -> list:
     return poller.snapshots
 
 
-def rerun_with_a_scancel(command, workdir, env, out_path) -> tuple[list, object]:
-    """Phase B: rerun; `scancel` the first pretraining job once it has run a few seconds."""
+def shorten_time_limit(job_id: int, running_s: float) -> None:
+    """Cut a running job's limit to a minute or two from now (whole minutes from its start)."""
+    minutes = math.ceil((running_s + 5) / 60) + 1
+    subprocess.run(["scontrol", "update", f"JobId={job_id}", f"TimeLimit={minutes}"],
+                   check=True, capture_output=True, timeout=20)
+
+
+def rerun_with_interruptions(command, workdir, env, out_path) -> tuple[list, object, object]:
+    """Phase B: rerun; `scancel` one pretraining job once it has run a few seconds, and bring
+    the other's time limit near once it has started training."""
     seen_running: dict[int, float] = {}
-    cancelled = []
+    cancelled, timed_out = [], []
+    train_log = workdir / "results" / "slurm" / "logs" / "pretrain" / f"{TIMED_OUT}.log"
 
-    def scancel_pretrain(snap):
+    def interrupt_pretraining(snap):
         for job in snap.jobs.values():
-            if job.rule == "pretrain" and job.state == "RUNNING" and not cancelled:
-                seen_running.setdefault(job.id, snap.time)
-                if snap.time - seen_running[job.id] >= SCANCEL_AFTER_S:
-                    cancel([job.id])
-                    cancelled.append(job)
+            if job.rule != "pretrain" or job.state != "RUNNING":
+                continue
+            seen_running.setdefault(job.id, snap.time)
+            running_s = snap.time - seen_running[job.id]
+            variant = job.comment.split("_wildcards_")[1]
+            if variant == SCANCELLED and not cancelled and running_s >= SCANCEL_AFTER_S:
+                cancel([job.id])
+                cancelled.append(job)
+            # A log older than this job is an earlier attempt's (phase A).
+            elif (variant == TIMED_OUT and not timed_out and train_log.is_file()
+                  and train_log.stat().st_mtime > seen_running[job.id] - 1
+                  and re.search(r"^step 1/", train_log.read_text(), re.M)):
+                shorten_time_limit(job.id, running_s)
+                timed_out.append(job)
 
-    with open(out_path, "w") as out, Poller(scancel_pretrain) as poller:
+    with open(out_path, "w") as out, Poller(interrupt_pretraining) as poller:
         rerun = subprocess.run(command, cwd=workdir, env=env, stdout=out,
-                               stderr=subprocess.STDOUT, timeout=900)
+                               stderr=subprocess.STDOUT, timeout=2400)
     assert rerun.returncode == 0, Path(out_path).read_text()[-5000:]
-    return poller.snapshots, cancelled[0] if cancelled else None
+    return (poller.snapshots, cancelled[0] if cancelled else None,
+            timed_out[0] if timed_out else None)
 
 
 @pytest.fixture(scope="module")
@@ -177,8 +213,8 @@ def scenario(cluster, tmp_path_factory) -> Scenario:
                                 capture_output=True, text=True)
         assert unlock.returncode == 0, unlock.stderr[-3000:]
         env["SBATCH_CALL_LOG"] = str(logs["b.sbatch"])
-        more, cancelled = rerun_with_a_scancel([*slurm_cmd, "--rerun-incomplete"], workdir, env,
-                                               logs["b.out"])
+        more, cancelled, timed_out = rerun_with_interruptions(
+            [*slurm_cmd, "--rerun-incomplete"], workdir, env, logs["b.out"])
         local_run.wait(timeout=900)
         assert local_run.returncode == 0, (root / "local.out").read_text()[-5000:]
     finally:
@@ -192,7 +228,8 @@ def scenario(cluster, tmp_path_factory) -> Scenario:
         sbatch_b=logs["b.sbatch"].read_text().splitlines(),
         shim=[line.split("\t") for line in logs["shim"].read_text().splitlines()],
         snapshots=snapshots + more, finished_outputs=finished_outputs,
-        finished_before_kill=finished_before_kill, cancelled=cancelled, final_jobs=queue())
+        finished_before_kill=finished_before_kill, cancelled=cancelled, timed_out=timed_out,
+        final_jobs=queue())
 
 
 def submitted_rule(sbatch_line: str) -> str:
@@ -208,7 +245,14 @@ def test_gpu_rules_ask_for_gpus_and_cpu_rules_do_not(scenario):
         # Partition from the cluster's partitions file; no account (no slurmdbd here).
         assert " -p debug " in call and " -A " not in call
         if submitted_rule(call) in GPU_RULES:
-            assert "--gpus=1" in call and "--cpus-per-gpu=1" in call and "--mem 2000" in call
+            assert "--gpus=1" in call and "--cpus-per-gpu=1" in call
+            # Pretraining asks for its preset's memory; evaluation is sized from the model
+            # (selectlab.evaluate.sizing: 4 GB and the weights, at least half an hour).
+            memory = int(re.search(r"--mem (\d+)", call).group(1))
+            if submitted_rule(call) == "pretrain":
+                assert memory == 2000
+            else:
+                assert 4000 <= memory < 4100 and " -t 30 " in call
             # On GPU jobs the plugin would turn `tasks` into --ntasks-per-gpu: never set.
             assert "--ntasks-per-gpu" not in call
         else:
@@ -256,6 +300,25 @@ def test_scancelled_job_was_resubmitted_and_the_workflow_completed(scenario):
     variant = job.comment.split("_wildcards_")[1]
     assert (scenario.slurm / "models" / variant / "final" / "model.safetensors").is_file()
     assert (scenario.slurm / "tables" / "main.csv").is_file()
+
+
+def test_a_job_at_its_time_limit_checkpointed_exited_and_its_retry_resumed(scenario):
+    job = scenario.timed_out
+    assert job is not None, f"the {TIMED_OUT} pretraining job was never seen training"
+    # It left before SLURM ended it: FAILED (its own non-zero exit), not TIMEOUT.
+    assert scenario.final_jobs[job.id].state == "FAILED"
+    # The cut attempt and its retry; on a slow machine a retry may reach the warning of its own
+    # 20-minute limit, save again and be retried once more.
+    same_job = [call for call in scenario.sbatch_b if f"--comment {job.comment} " in call]
+    assert len(same_job) >= 2 and all("--signal=URG@600" in call for call in same_job)
+    # The failed attempt's log, shown by Snakemake, and the retry's log.
+    preempted = re.findall(r"pre-empted at step (\d+) of (\d+)", scenario.log_b)
+    assert preempted, "the pre-empted attempt's log was not shown"
+    step, total = map(int, preempted[-1])
+    log = (scenario.slurm / "logs" / "pretrain" / f"{TIMED_OUT}.log").read_text()
+    assert f"resumed from step {step} of {total}" in log and 0 < step < total
+    train_log = pd.read_csv(scenario.slurm / "models" / TIMED_OUT / "train_log.csv")
+    assert train_log["step"].tolist() == list(range(1, total + 1))
 
 
 def test_rerun_incomplete_did_not_redo_finished_jobs(scenario):

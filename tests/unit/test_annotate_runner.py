@@ -155,12 +155,15 @@ def test_peak_memory_does_not_grow_with_the_shard(tmp_path):
     assert sizes[400] < 1.5 * sizes[100], sizes
 
 
-def annotate_command(shard: Path, meta: Path, out: Path, stats: Path) -> list[str]:
-    params = json.dumps({"kind": "signals"})
+def annotate_command(shards: dict[str, Path], meta_dir: Path, out_dir: Path,
+                     stats: Path) -> list[str]:
+    """`selectlab annotate run` of the signals family over `shards` (name -> raw file)."""
+    files = json.dumps({name: [str(path)] for name, path in shards.items()})
     return [sys.executable, "-m", "selectlab.cli", "annotate", "run", "--family", "signals",
-            "--shard", "s", "--params", params, "--inputs", str(shard), "--meta", str(meta),
-            "--max-doc-chars", "100000", "--batch-size", "8", "--out", str(out),
-            "--stats", str(stats)]
+            "--params", json.dumps({"kind": "signals"}),
+            "--throughput", json.dumps({"batch_size": 8}), "--shard-files", files,
+            "--meta-dir", str(meta_dir), "--max-doc-chars", "100000",
+            "--out-dir", str(out_dir), "--stats", str(stats)]
 
 
 def temporaries(out: Path) -> list[Path]:
@@ -169,14 +172,15 @@ def temporaries(out: Path) -> list[Path]:
 
 def test_killing_a_job_mid_shard_and_rerunning_gives_the_uninterrupted_sidecar(tmp_path):
     shard = big_shard(tmp_path / "s.jsonl.zst", 1200, 300)
-    meta = tmp_path / "meta.parquet"
-    write_meta(shard, meta)
+    (tmp_path / "meta").mkdir()
+    write_meta(shard, tmp_path / "meta" / "s.parquet")
     reference = tmp_path / "reference" / "s.parquet"
-    subprocess.run(annotate_command(shard, meta, reference, tmp_path / "ref.json"), check=True,
-                   capture_output=True)
+    subprocess.run(annotate_command({"s": shard}, tmp_path / "meta", reference.parent,
+                                    tmp_path / "ref.json"), check=True, capture_output=True)
 
     out = tmp_path / "killed" / "s.parquet"
-    command = annotate_command(shard, meta, out, tmp_path / "killed.json")
+    command = annotate_command({"s": shard}, tmp_path / "meta", out.parent,
+                               tmp_path / "killed.json")
     job = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while not temporaries(out):
@@ -192,3 +196,59 @@ def test_killing_a_job_mid_shard_and_rerunning_gives_the_uninterrupted_sidecar(t
     assert sorted(p.name for p in out.parent.iterdir()) == ["s.parquet"]
     assert pq.read_table(out).equals(pq.read_table(reference))
     assert out.read_bytes() == reference.read_bytes()
+
+
+def test_one_job_scores_several_shards_into_one_sidecar_each(tmp_path):
+    (tmp_path / "meta").mkdir()
+    shards = {}
+    for index, n_docs in enumerate((30, 50)):
+        name = f"shard_0000{index}"
+        shards[name] = big_shard(tmp_path / f"{name}.jsonl.zst", n_docs, 200, seed=index)
+        write_meta(shards[name], tmp_path / "meta" / f"{name}.parquet")
+    subprocess.run(annotate_command(shards, tmp_path / "meta", tmp_path / "together",
+                                    tmp_path / "together.json"), check=True, capture_output=True)
+    stats = json.loads((tmp_path / "together.json").read_text())
+    assert [entry["shard"] for entry in stats] == list(shards)
+    for name, entry in zip(shards, stats, strict=True):
+        alone = tmp_path / "alone" / name
+        subprocess.run(annotate_command({name: shards[name]}, tmp_path / "meta", alone,
+                                        alone / "stats.json"), check=True, capture_output=True)
+        assert (tmp_path / "together" / f"{name}.parquet").read_bytes() == (
+            alone / f"{name}.parquet").read_bytes()
+        assert entry["documents"] == len(read_all([shards[name]])[0])
+
+
+class FailingModel(SignalsAnnotator):
+    """Signals, plus a model failure for every `every`-th document (as a generative rater
+    records an unparseable answer: the row stays, with a reason)."""
+
+    def __init__(self, every: int):
+        super().__init__()
+        self.every, self.seen, self.failed = every, 0, 0
+
+    def annotate_batch(self, docs):
+        for _ in docs:
+            self.seen += 1
+            self.failed += self.seen % self.every == 0
+        return super().annotate_batch(docs)
+
+    def failure_counts(self):
+        return {"parse_error: no parseable rating in 3 attempt(s)": self.failed}
+
+
+def test_a_shard_whose_model_failures_pass_the_threshold_is_not_written(tmp_path):
+    from selectlab.errors import StageError
+
+    shard = big_shard(tmp_path / "raw.jsonl.zst", 40, 30)
+    write_meta(shard, tmp_path / "meta.parquet")
+    out = tmp_path / "sidecar.parquet"
+    with pytest.raises(StageError, match=r"annotate dataman s: 10 of 40 documents got no value "
+                                         r"\(25.0%, above the family's max_failure_rate 5.0%\); "
+                                         r"the sidecar was not written. Most frequent causes:\n"
+                                         r"  10 x parse_error: no parseable rating in 3 "):
+        annotate_shard([shard], tmp_path / "meta.parquet", FailingModel(4), out,
+                       family="dataman", shard="s", batch_size=8, max_chars=100_000)
+    assert not out.exists() and not list(tmp_path.glob(".sidecar*"))
+    annotate_shard([shard], tmp_path / "meta.parquet", FailingModel(40), out, family="dataman",
+                   shard="s", batch_size=8, max_chars=100_000)
+    assert pq.read_metadata(out).num_rows == 40  # 1 in 40 is below the threshold

@@ -52,7 +52,9 @@ def test_a_local_reference_model_needs_no_conversion_and_may_use_a_gpu(config):
     assert resolve.fitted_inputs(changed, RUN, "refppl") == []
     assert resolve.resources(changed, "refppl") == {"gpu": 1, "cpus": 2, "mem_mb": 64000,
                                                     "runtime": 240, "nodes": 1}
-    annotator = build_annotator(resolve.resolve_family(changed, "refppl"), [], gpus=1)
+    params = resolve.resolve_family(changed, "refppl") | resolve.resolve_throughput(
+        changed, "refppl")  # what `selectlab annotate run` merges
+    annotator = build_annotator(params, [], gpus=1)
     assert annotator.model_dir == "/models/llama-2-7b" and annotator.gpus == 1
 
 

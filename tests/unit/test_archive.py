@@ -21,6 +21,7 @@ from selectlab.report.archive import (
     is_secret_key,
     provenance_record,
     sha256_file,
+    without_measurements,
     write_checksums,
 )
 
@@ -187,3 +188,26 @@ def test_environment_record_lists_python_and_sorted_packages():
     assert all("==" in line for line in packages)
     keys = [line.split("==")[0].lower().replace("_", "-").replace(".", "-") for line in packages]
     assert keys == sorted(keys) and len(keys) == len(set(keys))
+
+
+def test_measured_columns_stay_out_of_the_archive(tmp_path):
+    """Two runs whose judge summaries differ only in latency archive the same bytes."""
+    archives = []
+    for run, latency in (("a", 1.25), ("b", 9.5)):
+        summary = tmp_path / run / "judgments" / "prrc" / "summary.csv"
+        summary.parent.mkdir(parents=True)
+        summary.write_text("criterion,queries,backend_error,latency_s,tokens_per_s\n"
+                           f"all,10,2,{latency},{100 / latency}\n")
+        kept = without_measurements(summary)
+        assert kept.decode() == "criterion,queries,backend_error\nall,10,2\n"
+        out = tmp_path / run / "archive.tar.gz"
+        build_archive(out, {"judgments/prrc/summary.csv": kept})
+        archives.append(out.read_bytes())
+        with tarfile.open(out, "r:gz") as tar:
+            member = tar.extractfile("judgments/prrc/summary.csv").read()
+            manifest = tar.extractfile(MANIFEST_NAME).read().decode()
+        assert member == kept and hashlib.sha256(kept).hexdigest() in manifest
+    assert archives[0] == archives[1]
+    plain = tmp_path / "plain.csv"
+    plain.write_text("a,b\n1,2\n")
+    assert without_measurements(plain) == plain.read_bytes()

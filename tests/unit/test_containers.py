@@ -104,11 +104,21 @@ def test_definition_builds_its_environment_file_and_nothing_else(env):
 def test_cpu_image_carries_the_debian_packages_the_embedded_corpus_reads():
     bootstrap = (REPO / "scripts" / "bootstrap.sh").read_text()
     wanted = re.search(r"APT_PACKAGES=\(([^)]*)\)", bootstrap).group(1).split()
-    apt = [c for c in post_commands("cpu") if "apt-get install" in c]
-    assert len(apt) == 1 and apt[0].split("--no-install-recommends")[1].split() == wanted
-    # Slim images drop /usr/share/doc and /usr/share/man unless the exclusion goes first.
     post = post_commands("cpu")
-    assert post.index("rm -f /etc/dpkg/dpkg.cfg.d/docker") < post.index(apt[0])
+    apt = [c for c in post if "apt-get install" in c]
+    git, corpus = apt
+    assert corpus.split("--no-install-recommends")[1].split() == wanted
+    # Slim images drop /usr/share/doc and /usr/share/man unless the exclusion goes first...
+    lifted = post.index("rm -f /etc/dpkg/dpkg.cfg.d/docker")
+    assert lifted < post.index(corpus)
+    # ...and git (for provenance) goes in before that, so its files stay out of the corpus.
+    assert "git" in git.split() and post.index(git) < lifted
+
+
+def test_train_image_carries_nccls_infiniband_libraries():
+    apt = [c for c in post_commands("train") if "apt-get install" in c]
+    assert len(apt) == 1
+    assert {"libibverbs1", "ibverbs-providers", "librdmacm1"} <= set(apt[0].split())
 
 
 @pytest.mark.parametrize("env", ["cpu", "train", "vllm"])

@@ -15,10 +15,13 @@ PLANNING_MODULES = ["selectlab.layout", "selectlab.resources", "selectlab.schema
                     "selectlab.config", "selectlab.corpus.resolve", "selectlab.judge.resolve",
                     "selectlab.raters.resolve", "selectlab.annotate.resolve",
                     "selectlab.analysis.plan", "selectlab.selection.resolve",
-                    "selectlab.selection.grids", "selectlab.train.resolve",
-                    "selectlab.train.launch", "selectlab.evaluate.resolve",
+                    "selectlab.selection.grids", "selectlab.selection.sizing",
+                    "selectlab.train.resolve", "selectlab.train.memory",
+                    "selectlab.train.partitions", "selectlab.train.launch",
+                    "selectlab.evaluate.resolve", "selectlab.evaluate.sizing",
                     "selectlab.instruct.resolve", "selectlab.report.plan",
                     "selectlab.mates.schedule", "selectlab.mates.plan", "selectlab.cost.roles",
+                    "selectlab.config_errors", "selectlab.crossref", "selectlab.lifecycle",
                     "selectlab.replicates", "selectlab.papers.plan", "selectlab.papers.protocols",
                     "selectlab.papers.layouts"]
 

@@ -75,6 +75,14 @@ def test_resolved_params_hold_only_what_each_job_uses(config):
     assert resolve.resolve_run(config, "prrc")["seed"] == config["seed"]
 
 
+def test_the_backends_batch_size_is_throughput_not_a_param(config):
+    before = resolve.resolve_run(config, "prrc")
+    assert "batch_size" not in before["backend"]
+    config["judge"]["backend"]["batch_size"] = 7
+    assert resolve.resolve_run(config, "prrc") == before
+    assert resolve.resolve_throughput(config) == {"batch_size": 7}
+
+
 def test_gpus_only_for_local_model_backends(config):
     config["judge"]["resources"] = {"gpu": 4, "mem_mb": 64000}
     assert resolve.job_shape_of_judge(config)["gpu"] == 0  # simulated

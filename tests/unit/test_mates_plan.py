@@ -65,7 +65,7 @@ def test_learning_rate_at_matches_the_training_loops_schedule():
     from selectlab.train.loop import TrainSettings, learning_rate
 
     train = {"lr": 1e-3, "min_lr_ratio": 0.1, "warmup_fraction": 0.05}
-    loop = TrainSettings(seq_len=8, global_batch_sequences=1, micro_batch_sequences=1, **train)
+    loop = TrainSettings(seq_len=8, global_batch_sequences=1, **train)
     for step in (50, 100, 500, 999):  # after warmup (the loop counts a step from 1 there)
         assert learning_rate_at(step / 1000, train) == pytest.approx(
             learning_rate(step, 1000, loop), rel=0.02)

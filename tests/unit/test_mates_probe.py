@@ -94,7 +94,7 @@ def train_language_model(tokenizer, texts, steps=100):
                              for ids in encode_texts(tokenizer, texts)])
     rows = torch.as_tensor(stream[:len(stream) // 32 * 32].reshape(-1, 32))
     optimizer = make_optimizer(model, TrainSettings(seq_len=32, global_batch_sequences=8,
-                                                    micro_batch_sequences=8, lr=1e-2))
+                                                    lr=1e-2))
     generator = torch.Generator().manual_seed(0)
     for _ in range(steps):
         batch = rows[torch.randint(len(rows), (8,), generator=generator)]

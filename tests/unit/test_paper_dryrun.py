@@ -96,7 +96,10 @@ def plan(tmp_path_factory) -> SimpleNamespace:
     stub.parent.mkdir()
     stub.write_text("#!/bin/sh\necho 'apptainer version 1.3.4'\n")
     stub.chmod(0o755)
-    env = os.environ | {"PATH": f"{stub.parent}:{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    env = os.environ | {"PATH": f"{stub.parent}:{Path(sys.executable).parent}:{os.environ['PATH']}",
+                        # The plan-time GPU memory check of every pretraining job (a dry run
+                        # has no executor settings; the plugin's variable names the file).
+                        "SNAKEMAKE_SLURM_PARTITIONS": str(REPO / "profiles/slurm/partitions.yaml")}
     result = subprocess.run(
         [sys.executable, "-m", "snakemake", "all", "paper_figures", "--dry-run",
          "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp),
@@ -180,6 +183,9 @@ def test_main_model_asks_for_more_than_a_proxy(plan):
     # The 3.3B and 7.2B runs span nodes: GPUs per node through gres, one launcher per node.
     huge = pretrain["uniform_7b2_150b"]
     assert huge["nodes"] == 8 and huge["gres"] == "gpu:8" and huge["mpi"] == "srun"
+    # Every pretraining job passed the memory check against the partition's 80 GB GPUs.
+    assert all(0 < resources["gpu_mem_mb"] < 81920 for resources in pretrain.values())
+    assert huge["gpu_mem_mb"] > main["gpu_mem_mb"]
 
 
 def test_no_job_uses_the_simulated_judge(plan):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -141,3 +142,59 @@ def test_cap_and_determinism(world):
         WIKI: 100, CODE: 100, "all": 200}
     bf16 = run("bf16")
     assert bf16["test"]["all"]["nll"] == pytest.approx(first["test"]["all"]["nll"], abs=0.05)
+
+
+class StopAfter:
+    """A pre-emption signal that arrives after `checks` progress saves."""
+
+    def __init__(self, checks: int) -> None:
+        self.checks = checks
+
+    @property
+    def requested(self) -> bool:
+        self.checks -= 1
+        return self.checks < 0
+
+
+def test_interrupted_perplexity_resumes_where_it_stopped(world, random_result, tmp_path,
+                                                         monkeypatch):
+    import selectlab.evaluate.perplexity as perplexity
+    from selectlab.train.preemption import Preempted
+
+    monkeypatch.setattr(perplexity, "SAVE_EVERY_BATCHES", 1)
+    progress = tmp_path / "progress.json"
+
+    def run(stop):
+        return per_source_perplexity(world.random_model, world.heldout, seq_len=SEQ_LEN,
+                                     batch_size=4, max_tokens_per_source=None, device="cpu",
+                                     dtype="float32", progress_path=progress, stop=stop)
+
+    with pytest.raises(Preempted, match="progress saved"):
+        run(StopAfter(3))
+    recorded = list(json.loads(progress.read_text())["entries"].values())
+    assert recorded and not all(entry["finished"] for entry in recorded)
+    scored = []
+    real_batch_nll = perplexity.batch_nll
+
+    def counting_batch_nll(*args, **kwargs):
+        for nll, targets, count in real_batch_nll(*args, **kwargs):
+            scored.append(count)
+            yield nll, targets, count
+
+    monkeypatch.setattr(perplexity, "batch_nll", counting_batch_nll)
+    assert run(StopAfter(10**6)) == random_result  # same numbers, to the last bit
+    _, tokenizer = load_model_and_tokenizer(world.random_model, device="cpu", dtype="float32")
+    all_windows = sum(len(cut_windows(stream, SEQ_LEN)) for path in world.heldout.values()
+                      for stream in heldout_streams(path, tokenizer, None).values())
+    assert 0 < sum(scored) < all_windows  # the rerun scored only what was left
+
+
+def test_progress_of_another_model_is_not_used(world, tmp_path):
+    progress = tmp_path / "progress.json"
+    kwargs = dict(seq_len=SEQ_LEN, batch_size=4, max_tokens_per_source=None, device="cpu",
+                  dtype="float32", progress_path=progress)
+    per_source_perplexity(world.random_model, world.heldout, **kwargs)
+    trained = per_source_perplexity(world.trained_model, world.heldout, **kwargs)
+    fresh = per_source_perplexity(world.trained_model, world.heldout, **kwargs | {
+        "progress_path": None})
+    assert trained == fresh

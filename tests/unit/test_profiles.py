@@ -47,8 +47,9 @@ def sizing_config() -> dict:
     config = yaml.safe_load((REPO / ".test" / "config.yaml").read_text())
     config["run"] = "sizing"
     config["models"]["presets"].update(PRESETS)
+    # A global batch that splits over the 64 GPUs of a 7B job's micro-batches.
     config["variants"] = {name: {"family": "baseline", "method": "uniform",
-                                 "pretrain": {"preset": preset}}
+                                 "pretrain": {"preset": preset, "global_batch_sequences": 256}}
                           for name, preset in VARIANT_PRESET.items()}
     config["evaluation"]["baseline"] = "proxy"
     config["evaluation"]["gpu"] = 1
@@ -62,23 +63,30 @@ def parse_value(text: str):
     return int(text) if re.fullmatch(r"-?\d+", text) else text
 
 
+def dry_run(tmp: Path, targets: list[str]) -> subprocess.CompletedProcess:
+    """`snakemake --dry-run` of `targets` through profiles/slurm, for tmp/config.yaml."""
+    # Snakemake checks that apptainer exists before it plans; a stand-in answers the check.
+    stub = tmp / "bin" / "apptainer"
+    stub.parent.mkdir(exist_ok=True)
+    stub.write_text("#!/bin/sh\necho 'apptainer version 1.3.4'\n")
+    stub.chmod(0o755)
+    env = os.environ | {"PATH": f"{stub.parent}:{Path(sys.executable).parent}:{os.environ['PATH']}",
+                        # A dry run has no executor settings: the plugin's variable names the
+                        # partition file for the plan-time GPU memory check.
+                        "SNAKEMAKE_SLURM_PARTITIONS": str(PROFILES / "slurm" / "partitions.yaml")}
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", *targets, "--snakefile", str(REPO / "Snakefile"),
+         "--directory", str(tmp), "--profile", str(PROFILES / "slurm"), "--dry-run",
+         "--configfile", str(tmp / "config.yaml")],
+        cwd=tmp, env=env, capture_output=True, text=True)
+
+
 @pytest.fixture(scope="module")
 def planned(tmp_path_factory) -> dict[tuple[str, str], SimpleNamespace]:
     """(rule, variant or '') -> resources, threads and shell command of a slurm-profile dry run."""
     tmp = tmp_path_factory.mktemp("sizing")
     (tmp / "config.yaml").write_text(yaml.safe_dump(sizing_config()))
-    # Snakemake checks that apptainer exists before it plans; a stand-in answers the check.
-    stub = tmp / "bin" / "apptainer"
-    stub.parent.mkdir()
-    stub.write_text("#!/bin/sh\necho 'apptainer version 1.3.4'\n")
-    stub.chmod(0o755)
-    env = os.environ | {"PATH": f"{stub.parent}:{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    targets = ["results/sizing/tables/main.csv"]
-    result = subprocess.run(
-        [sys.executable, "-m", "snakemake", *targets, "--snakefile", str(REPO / "Snakefile"),
-         "--directory", str(tmp), "--profile", str(PROFILES / "slurm"), "--dry-run",
-         "--configfile", str(tmp / "config.yaml")],
-        cwd=tmp, env=env, capture_output=True, text=True)
+    result = dry_run(tmp, ["results/sizing/tables/main.csv"])
     assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
     jobs, current = {}, None
     for line in (result.stdout + result.stderr).splitlines():
@@ -162,8 +170,11 @@ def test_sbatch_options_per_job(planned):
     call, partition = sbatch(planned[("pretrain", "big")])
     assert partition == "gpu" and "--gpus=a100:8" in call and "--cpus-per-gpu=8" in call
     assert "-t 2880" in call and "--mem 480000" in call and "--ntasks-per-gpu" not in call
+    assert "--signal=URG@600" in call  # the warning a pre-empted job checkpoints on
     call, partition = sbatch(planned[("eval_icl", "big")])
-    assert partition == "gpu" and "--gpus=a100:1" in call and "--mem 60000" in call
+    assert partition == "gpu" and "--gpus=a100:1" in call
+    # Sized from the 1.3B model (fp32 weights, 4 GB base; selectlab.evaluate.sizing).
+    assert "--mem 8664" in call and "--signal=URG@600" in call
     for rule in ("tokenize_shard", "select", "pack", "tables"):
         job = next(job for (name, _), job in planned.items() if name == rule)
         call, partition = sbatch(job)
@@ -194,8 +205,34 @@ def test_resizing_a_job_does_not_change_the_models_parameters():
     config = sizing_config()
     before = resolve_pretrain(config, "big")
     config["models"]["presets"]["llama1b3"]["resources"] = {"gpu": 4, "runtime": 10}
+    config["models"]["presets"]["llama1b3"]["fsdp"] = False
+    config["pretrain"] |= {"micro_batch_sequences": 2, "activation_checkpointing": True}
     assert resolve_pretrain(config, "big") == before
-    assert "resources" not in before["preset"]
+    assert "resources" not in before["preset"] and "fsdp" not in before["preset"]
+    assert "micro_batch_sequences" not in before["settings"]
+
+
+def test_launch_settings_reach_the_command_as_resources_not_params(planned):
+    job = planned[("pretrain", "big")]
+    assert "--gpus 8 --nodes 1" in job.shell and '"fsdp":true' in job.shell
+    assert '"micro_batch_sequences":8' in job.resources["launch"]
+    # The estimated peak GPU memory of one process, checked against the partition's GPUs.
+    assert 0 < job.resources["gpu_mem_mb"] < 81920
+    assert "gpu_mem_mb" not in planned[("pretrain", "proxy")].resources or (
+        planned[("pretrain", "proxy")].resources["gpu_mem_mb"] > 0)
+
+
+def test_a_pretraining_job_that_cannot_fit_its_gpus_stops_the_plan(tmp_path):
+    config = sizing_config()
+    config["models"]["presets"]["llama7b"].update(hidden_size=8192, num_heads=64,
+                                                  num_layers=80)
+    config["pretrain"] |= {"seq_len": 4096, "micro_batch_sequences": 8}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    result = dry_run(tmp_path, ["results/sizing/models/huge/final"])
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert "variant 'huge' (preset 'llama7b'): one pretraining process needs about" in output
+    assert "partition 'gpu'" in output
 
 
 def test_launcher_uses_torchrun_on_every_gpu_of_a_node():

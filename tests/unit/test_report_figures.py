@@ -35,7 +35,7 @@ def train_log(seed: int, steps: int = 60) -> pd.DataFrame:
     step = np.arange(1, steps + 1)
     loss = 9.0 * np.exp(-step / 15.0) + 3.0 + rng.normal(0.0, 0.05, steps)
     return pd.DataFrame(
-        {"step": step, "tokens": step * 4096, "loss": loss, "lr": 5e-4, "seconds": step * 0.5}
+        {"step": step, "tokens": step * 4096, "loss": loss, "lr": 5e-4}
     )
 
 

@@ -11,6 +11,7 @@ import pytest
 from selectlab import resources as res
 from selectlab.config import load_config
 from selectlab.evaluate.resolve import eval_shape
+from selectlab.evaluate.sizing import eval_size
 from selectlab.raters.resolve import resources as rater_shape
 from selectlab.selection.resolve import selection_job_shape
 from selectlab.train.launch import node_launcher
@@ -41,8 +42,8 @@ def test_every_rule_sized_by_name_has_a_schema_default():
     rules = set(re.findall(r"^\s*rule (\w+):", text, re.MULTILINE))
     listed = set(res._schema(res.RESOURCES_SCHEMA)["properties"])
     assert sized and sized <= rules
-    # Evaluation rules are listed too: their defaults sit under the preset-derived sizes; so are
-    # selection's, under selection.memory_mb (both below).
+    # Evaluation rules are listed too: their defaults sit under the sizes derived from the model;
+    # so are selection's, under selection.memory_mb and the pool (both below).
     derived = set(re.findall(r'selection_job_shape\(config, "(\w+)"\)', text))
     assert derived == {"select", "rank_scores"} and derived <= rules
     assert listed == sized | derived | {"eval_perplexity", "eval_icl"}
@@ -83,8 +84,14 @@ def test_stage_shapes_layer_their_config_over_their_schema_defaults(config):
     name = next(iter(config["variants"]))
     assert pretrain_shape(config, name) == {"gpu": 0, "cpus": 2, "mem_mb": 8000, "runtime": 240,
                                             "nodes": 1}
-    assert eval_shape(config, "eval_icl", name) == {"gpu": 0, "cpus": 2, "mem_mb": 8000,
-                                                    "runtime": 240, "nodes": 1}
+    # Evaluation: the rule's cores, the time and memory its model and tokens need...
+    sized = eval_size(config, name, "icl")
+    assert eval_shape(config, "eval_icl", name) == {"gpu": 0, "cpus": 2, "nodes": 1} | sized
+    assert sized["runtime"] == 30 and 4000 <= sized["mem_mb"] < 4100
+    # ...and the config's entry for the rule over both.
+    config["resources"] = {"eval_icl": {"runtime": 600, "cpus": 4}}
+    assert eval_shape(config, "eval_icl", name) == {"gpu": 0, "cpus": 4, "nodes": 1,
+                                                    "mem_mb": sized["mem_mb"], "runtime": 600}
 
 
 def test_selection_jobs_ask_for_the_memory_they_stream_within(config):
@@ -104,5 +111,8 @@ def test_an_evaluation_on_a_gpu_takes_one_gpus_share_of_the_preset(config):
     preset["resources"] = {"gpu": 8, "gpu_model": "a100", "cpus": 64, "mem_mb": 480000}
     config["evaluation"]["gpu"] = 1
     name = next(iter(config["variants"]))
+    sized = eval_size(config, name, "perplexity")
     assert eval_shape(config, "eval_perplexity", name) == {
-        "gpu": 1, "gpu_model": "a100", "cpus": 8, "mem_mb": 60000, "runtime": 120, "nodes": 1}
+        "gpu": 1, "gpu_model": "a100", "cpus": 8, "nodes": 1} | sized
+    # Its memory follows the model, not the preset's 60 GB a GPU.
+    assert 4000 <= sized["mem_mb"] < 4100 and sized["runtime"] == 30

@@ -15,6 +15,10 @@ from selectlab.annotate.refppl import SMOLLM2_GGUF
 from selectlab.annotate.registry import family_kind
 from selectlab.resources import job_shape, schema_default
 
+# How fast a job scores, not what it writes: passed apart from the params, so changing them
+# reruns nothing (docs/cluster.md).
+THROUGHPUT_KEYS = ("forward_batch_size",)
+
 
 def family_names(config: dict) -> list[str]:
     return list(config["annotate"]["families"])
@@ -35,7 +39,60 @@ def family_config(config: dict, name: str) -> dict:
 
 def resolve_family(config: dict, name: str) -> dict:
     """The family's scoring settings (kind included), as its jobs' `--params`."""
-    return {k: v for k, v in family_config(config, name).items() if k != "resources"}
+    return {k: v for k, v in family_config(config, name).items()
+            if k != "resources" and k not in THROUGHPUT_KEYS}
+
+
+def resolve_throughput(config: dict, name: str) -> dict:
+    """Batch sizes of a family's jobs (`--throughput`): documents per row group and, for model
+    families, per forward pass."""
+    family = family_config(config, name)
+    return {"batch_size": int(config["annotate"]["batch_size"])} | {
+        key: family[key] for key in THROUGHPUT_KEYS if key in family}
+
+
+def shards_per_job(config: dict) -> int:
+    return int(config["annotate"].get("shards_per_job", 1))
+
+
+def batch_suffixes(per_job: int) -> list[str]:
+    """The last digits that tell the shards of one annotation job apart ("0".."9" for 10)."""
+    width = len(str(per_job - 1))
+    if per_job < 1 or (per_job > 1 and 10**width != per_job):
+        raise ValueError(f"annotate.shards_per_job must be 1, 10 or 100, not {per_job}")
+    return [f"{index:0{width}d}" for index in range(per_job)] if per_job > 1 else [""]
+
+
+def shard_batches(shards: Sequence[str], per_job: int) -> tuple[dict[str, list[str]], list[str]]:
+    """Annotation jobs that score `per_job` shards each, named by their shards' common prefix
+    (`group_0004` scores `group_00040` ... `group_00049`), and the shards scored one per job
+    (those of a last, incomplete batch; all of them when `per_job` is 1).
+
+    A job's outputs must be patterns of its wildcards, so a batch is the shards whose names
+    differ only in their last digits: hence 10 or 100 shards per job.
+    """
+    suffixes = batch_suffixes(per_job)
+    if per_job == 1:
+        return {}, list(shards)
+    width = len(suffixes[0])
+    members: dict[str, list[str]] = {}
+    for shard in shards:
+        if not shard[-width:].isdigit():
+            raise ValueError(f"shard {shard!r} does not end in {width} digits; "
+                             "annotate.shards_per_job needs numbered shards")
+        members.setdefault(shard[:-width], []).append(shard)
+    full = {prefix: names for prefix, names in members.items()
+            if sorted(name[-width:] for name in names) == suffixes}
+    return full, [shard for shard in shards if shard[:-width] not in full]
+
+
+def stats_files(root: str, families: Sequence[str], batches: Sequence[str],
+                alone: Sequence[str]) -> list[str]:
+    """The stats files of every annotation job of `families`: one per batch of shards
+    (`shard_batches`), one per shard scored alone."""
+    return [path for family in families for path in
+            [layout.annotation_batch_stats(root, family, batch) for batch in batches]
+            + [layout.annotation_stats(root, family, shard) for shard in alone]]
 
 
 def fitted_inputs(config: dict, run_dir: str, name: str) -> list[str]:
@@ -51,13 +108,15 @@ def uses_model(config: dict, name: str) -> bool:
     return family_kind(family_config(config, name)["kind"]).uses_model
 
 
-def resources(config: dict, name: str) -> dict:
+def resources(config: dict, name: str, shards: int = 1) -> dict:
     """The shape of one family's annotation jobs: its `resources` over the schema's default for
-    its kind (model families: two cores and a GPU when asked; rule-based: one core)."""
+    its kind (model families: two cores and a GPU when asked; rule-based: one core). A job of
+    `shards` shards (annotate.shards_per_job) keeps the memory of one and adds up their time."""
     family = family_config(config, name)
     default = "model_resources" if family_kind(family["kind"]).uses_model else "rule_resources"
-    return job_shape(schema_default("annotate.schema.yaml", "$defs", default),
-                     family.get("resources"))
+    shape = job_shape(schema_default("annotate.schema.yaml", "$defs", default),
+                      family.get("resources"))
+    return shape | {"runtime": shape["runtime"] * shards}
 
 
 def families_of_kind(config: dict, kind: str) -> list[str]:

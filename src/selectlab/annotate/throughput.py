@@ -32,7 +32,13 @@ MARKDOWN_HEADERS = {
 
 
 def load_stats(paths: Sequence[str | Path]) -> pd.DataFrame:
-    return pd.DataFrame([json.loads(Path(path).read_text()) for path in paths])
+    """Shard stats from annotation jobs' files: each a list with one entry per shard it scored
+    (one, or annotate.shards_per_job)."""
+    rows = []
+    for path in paths:
+        content = json.loads(Path(path).read_text())
+        rows.extend(content if isinstance(content, list) else [content])
+    return pd.DataFrame(rows)
 
 
 def family_row(name: str, jobs: pd.DataFrame) -> dict:

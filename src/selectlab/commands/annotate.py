@@ -7,21 +7,39 @@ from selectlab.commands import add_action, json_arg
 
 
 def run(args) -> dict:
+    """Score every shard of `--shard-files` with one family (its model loaded once)."""
+    from pathlib import Path
+
     from selectlab.annotate.registry import build_annotator, family_kind
     from selectlab.annotate.runner import annotate_shard
     from selectlab.shards import write_json
 
-    if family_kind(args.params["kind"]).uses_model:
+    params = args.params | args.throughput  # batch sizes change speed, not scores
+    if family_kind(params["kind"]).uses_model:
         import torch
 
         torch.set_num_threads(args.threads)
-    annotator = build_annotator(args.params, args.fitted, gpus=args.gpus)
-    stats = annotate_shard(args.inputs, args.meta, annotator, args.out, family=args.family,
-                           shard=args.shard, batch_size=args.batch_size,
-                           max_chars=args.max_doc_chars)
-    write_json(args.stats, stats.to_dict())
-    return {"family": args.family, "shard": args.shard, "documents": stats.documents,
-            "skipped": stats.read_report["n_skipped"], "docs_per_s": round(stats.docs_per_s, 1)}
+    from selectlab.errors import StageError
+    from selectlab.judge.backends import BackendDead
+
+    annotator = build_annotator(params, args.fitted, gpus=args.gpus)
+    stats = []
+    for shard, files in sorted(args.shard_files.items()):
+        try:
+            stats.append(annotate_shard(
+                files, Path(args.meta_dir) / f"{shard}.parquet", annotator,
+                Path(args.out_dir) / f"{shard}.parquet", family=args.family, shard=shard,
+                batch_size=params["batch_size"], max_chars=args.max_doc_chars,
+                max_failure_rate=params.get("max_failure_rate", 0.05), id_root=args.id_root))
+        except BackendDead as error:
+            raise StageError(f"annotate {args.family} {shard}: stopped: {error}; the sidecar "
+                             "was not written, rerun the job") from error
+    write_json(args.stats, [shard.to_dict() for shard in stats])
+    return {"family": args.family,
+            "shards": {shard.shard: {"documents": shard.documents,
+                                     "skipped": shard.read_report["n_skipped"],
+                                     "docs_per_s": round(shard.docs_per_s, 1)}
+                       for shard in stats}}
 
 
 def fit_dsir(args) -> dict:
@@ -63,19 +81,23 @@ def throughput(args) -> dict:
 def register(stages) -> None:
     parser = stages.add_parser("annotate", help="per-shard rater sidecars and their fitting")
     actions = parser.add_subparsers(dest="action", required=True)
-    p = add_action(actions, "run", run, "write one family's sidecar for one shard")
+    p = add_action(actions, "run", run, "write one family's sidecars for one or more shards")
     p.add_argument("--family", required=True, help="the family's name in the config")
-    p.add_argument("--shard", required=True)
     p.add_argument("--params", type=json_arg, required=True, help="the family's settings")
-    p.add_argument("--inputs", nargs="+", required=True, help="the shard's raw files")
-    p.add_argument("--meta", required=True, help="the shard's meta sidecar")
+    p.add_argument("--throughput", type=json_arg, required=True,
+                   help="batch_size (documents per row group), forward_batch_size")
+    p.add_argument("--shard-files", type=json_arg, required=True,
+                   help="JSON: shard -> its raw files")
+    p.add_argument("--meta-dir", required=True, help="the meta sidecars, {shard}.parquet")
     p.add_argument("--fitted", nargs="*", default=[], help="the family's fitted inputs")
     p.add_argument("--max-doc-chars", type=int, required=True)
-    p.add_argument("--batch-size", type=int, required=True, help="documents per row group")
+    p.add_argument("--id-root", default=None,
+                   help="the pool's root directory: ids of records without one are relative to it")
     p.add_argument("--gpus", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--out", required=True)
-    p.add_argument("--stats", required=True, help="throughput and read counts (JSON)")
+    p.add_argument("--out-dir", required=True, help="where {shard}.parquet sidecars go")
+    p.add_argument("--stats", required=True,
+                   help="throughput and read counts of every shard of the job (JSON list)")
     p = add_action(actions, "fit-dsir", fit_dsir, "fit DSIR's target and raw n-gram counts")
     p.add_argument("--params", type=json_arg, required=True)
     p.add_argument("--meta", nargs="+", required=True, help="meta sidecars of the raw shards")

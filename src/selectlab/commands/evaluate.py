@@ -29,19 +29,28 @@ def perplexity(args) -> dict:
 
     from transformers import AutoConfig
 
+    from selectlab.train.preemption import PREEMPTED_EXIT_CODE, Preempted, StopRequest
+
+    stop = StopRequest().install()  # the cluster's warning before the time limit
     from selectlab.evaluate.perplexity import per_source_perplexity
     from selectlab.flops import config_shape, cost_record, inference_flops
     from selectlab.shards import write_json
 
     heldout = {Path(path).name.split(".")[0]: Path(path) for path in args.heldout}
     p = args.params
+    progress = Path(args.progress) if args.progress else None
     device, started = default_device(), time.perf_counter()
-    result = per_source_perplexity(args.model, heldout, seq_len=p["seq_len"],
-                                   batch_size=p["batch_size"],
-                                   max_tokens_per_source=p.get("max_tokens_per_source"),
-                                   device=device, dtype=p.get("dtype", "float32"))
+    try:
+        result = per_source_perplexity(
+            args.model, heldout, seq_len=p["seq_len"], batch_size=p["batch_size"],
+            max_tokens_per_source=p.get("max_tokens_per_source"), device=device,
+            dtype=p.get("dtype", "float32"), progress_path=progress, stop=stop)
+    except Preempted as stopped:
+        logging.getLogger(__name__).warning("%s", stopped)
+        raise SystemExit(PREEMPTED_EXIT_CODE) from None
     splits = list(result)
-    # Every scored token was read once in a window of seq_len (selectlab.flops).
+    # Every scored token was read once in a window of seq_len (selectlab.flops). The time is
+    # this attempt's: a job resumed after pre-emption leaves out its earlier attempts'.
     tokens = sum(result[split]["all"]["tokens"] for split in splits)
     shape = config_shape(AutoConfig.from_pretrained(args.model), p["seq_len"])
     result["cost"] = cost_record("inference", inference_flops(shape, tokens),
@@ -49,10 +58,28 @@ def perplexity(args) -> dict:
                                  gpus=int(device.startswith("cuda")), device=device,
                                  shape=shape, tokens=tokens)
     write_json(args.out, result)
+    if progress is not None:
+        progress.unlink(missing_ok=True)
     return {split: result[split]["all"] for split in splits}
 
 
+def fetch_data(args) -> dict:
+    from selectlab.evaluate.fetch import fetch_eval_data
+    from selectlab.shards import write_json
+
+    record = fetch_eval_data(args.params["tasks"], args.cache_dir)
+    write_json(args.out, record)
+    return record
+
+
 def icl(args) -> dict:
+    import os
+
+    if args.data_cache:
+        from selectlab.evaluate.fetch import offline_environment
+
+        # Before lm-eval and datasets are imported: they read these once.
+        os.environ.update(offline_environment(args.data_cache))
     from selectlab.evaluate.icl import run_icl
     from selectlab.evaluate.icl_tasks import load_task_list
     from selectlab.shards import write_json
@@ -93,11 +120,21 @@ def register(stages) -> None:
     p.add_argument("--model", required=True)
     p.add_argument("--heldout", nargs="+", required=True, help="{split}.jsonl.zst files")
     p.add_argument("--params", type=json_arg, required=True)
+    p.add_argument("--progress", default=None,
+                   help="file that keeps what is scored, so a pre-empted job resumes "
+                        "(selectlab.layout.perplexity_progress; removed at the end)")
     p.add_argument("--out", required=True)
+    p = add_action(actions, "fetch-data", fetch_data,
+                   "download the lm-eval tasks into a shared cache (run where there is internet)")
+    p.add_argument("--params", type=json_arg, required=True, help='{"tasks": ...}')
+    p.add_argument("--cache-dir", required=True)
+    p.add_argument("--out", required=True, help="record of what the cache holds")
     p = add_action(actions, "icl", icl, "in-context learning with lm-eval's Python API")
     p.add_argument("--model", required=True)
     p.add_argument("--tasks-dir", default=None, help="offline task directory (local tasks)")
     p.add_argument("--cache-dir", default=None,
                    help="results per (task, shots) of this model, kept across reruns")
+    p.add_argument("--data-cache", default=None,
+                   help="read lm-eval's datasets only from this cache (fetch-data filled it)")
     p.add_argument("--params", type=json_arg, required=True)
     p.add_argument("--out", required=True)

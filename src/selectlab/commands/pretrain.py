@@ -22,13 +22,27 @@ def run(args) -> dict | None:
         sys.stdout.flush()
         sys.stderr.flush()
         os.execvp(command[0], command)
-    from selectlab.train.loop import TrainSettings, pretrain
+    from selectlab.train.preemption import PREEMPTED_EXIT_CODE, Preempted, StopRequest
+
+    # Installed before torch is imported and the model built: a warning that arrives early
+    # still stops the run, after its first step.
+    stop = StopRequest().install()
+    from selectlab.train.loop import LaunchSettings, Superseded, TrainSettings, pretrain
     from selectlab.train.model import ModelPreset
 
     settings = TrainSettings.from_dict(args.params["settings"])
     preset = ModelPreset.from_dict(args.params["preset"])
-    return pretrain(args.data, args.tokenizer, preset, settings, args.out_dir,
-                    args.checkpoint_dir, args.log_csv, init_from=args.init_from) or None
+    launch = LaunchSettings.from_dict(args.launch)
+    try:
+        return pretrain(args.data, args.tokenizer, preset, settings, launch, args.out_dir,
+                        args.checkpoint_dir, args.log_csv, init_from=args.init_from,
+                        stop=stop) or None
+    except Preempted as stopped:
+        log.warning("%s", stopped)
+        raise SystemExit(PREEMPTED_EXIT_CODE) from None
+    except Superseded as superseded:
+        log.error("%s", superseded)
+        raise SystemExit(1) from None
 
 
 def register(stages) -> None:
@@ -36,7 +50,10 @@ def register(stages) -> None:
     p.set_defaults(func=run)
     p.add_argument("--data", required=True, help="packed train.npy of the variant")
     p.add_argument("--tokenizer", required=True)
-    p.add_argument("--params", type=json_arg, required=True)
+    p.add_argument("--params", type=json_arg, required=True,
+                   help="model preset and training settings (what is learned)")
+    p.add_argument("--launch", type=json_arg, required=True,
+                   help="micro_batch_sequences, activation_checkpointing, fsdp (how it runs)")
     p.add_argument("--out-dir", required=True)
     p.add_argument("--checkpoint-dir", required=True)
     p.add_argument("--log-csv", required=True)

@@ -24,11 +24,12 @@ def train(args) -> dict:
     from selectlab.shards import atomic_path
 
     torch.set_num_threads(args.threads)
-    params = args.params
+    # The hash covers what the rater learns; batch sizes for speed are added after it.
+    common = {"config_hash": config_hash(args.params | {"rater": args.rater})}
+    params = args.params | args.throughput
     rater = base_rater(args.rater)
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    common = {"config_hash": config_hash(params | {"rater": args.rater})}
     if params.get("pretrained"):
         from selectlab.raters.pretrained import wrap_pretrained
 
@@ -36,6 +37,7 @@ def train(args) -> dict:
     else:
         if args.labels is None:
             raise ValueError(f"rater {args.rater} is trained from judge labels: give --labels")
+        _check_labels(args.labels)
         common |= {"gpus": args.gpus, "judge_notes": args.judge_notes, "name": args.rater}
         if rater == "dataman" and params.get("objective") == "generative":
             from selectlab.raters.dataman_generative import train_generative
@@ -49,6 +51,13 @@ def train(args) -> dict:
     with atomic_path(args.metrics) as tmp:
         Path(tmp).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
     return {"rater": args.rater, "card": str(out_dir / CARD_FILE), "metrics": record["metrics"]}
+
+
+def _check_labels(path: str) -> None:
+    from selectlab.inputs import require_parquet_rows
+
+    protocol = Path(path).parent.name  # judgments/<protocol>/labels.parquet
+    require_parquet_rows(path, f"judge ({protocol}; log: logs/judge/{protocol}.log)")
 
 
 def tables(args) -> dict:
@@ -78,6 +87,8 @@ def register(stages) -> None:
     p.add_argument("--rater", required=True,
                    help="qurater, dataman (or dataman_<version>), prrc, fineweb_edu, wanjuan")
     p.add_argument("--params", type=json_arg, required=True, help="resolved raters.<rater>")
+    p.add_argument("--throughput", type=json_arg, default={},
+                   help="forward_batch_size (speed only, kept out of the params)")
     p.add_argument("--labels", default=None, help="judgments/<protocol>/labels.parquet")
     p.add_argument("--tokenizer", default=None, help="the run's tokenizer (random encoders)")
     p.add_argument("--judge-notes", type=_notes, default=[], help="JSON list of caveats")

@@ -20,7 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
+from selectlab.evaluate.progress import Progress, fingerprint
 from selectlab.shards import ReadReport, iter_documents
+from selectlab.train.preemption import Preempted
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +33,7 @@ DTYPE_NAMES = {
     "float16": "float16", "fp16": "float16", "half": "float16",
 }
 TOKENIZE_CHUNK_DOCS = 256  # documents per tokenizer call: bounds memory, keeps batching fast
+SAVE_EVERY_BATCHES = 50  # progress is saved this often within a source (and after each source)
 
 
 def canonical_dtype(name: str) -> str:
@@ -79,10 +82,10 @@ def _batches(windows: Sequence[Sequence[int]], size: int) -> Iterator[Sequence[S
         yield windows[start:start + size]
 
 
-def model_nll_on_windows(
+def batch_nll(
     model, windows: Sequence[Sequence[int]], *, batch_size: int = 8, device: str = "cpu"
-) -> tuple[float, int]:
-    """Summed next-token NLL (nats) over all targets of `windows`, and the number of targets.
+) -> Iterator[tuple[float, int, int]]:
+    """Per batch of `windows`: summed next-token NLL (nats), scored targets, windows in it.
 
     Short windows are right-padded; padded positions get target -100 and are ignored. With a
     causal mask, right padding cannot change the scores of the real positions. Log-softmax runs in
@@ -91,8 +94,6 @@ def model_nll_on_windows(
     import torch
     import torch.nn.functional as F
 
-    total_nll = 0.0
-    total_targets = 0
     model.eval()
     with torch.inference_mode():
         for batch in _batches(windows, batch_size):
@@ -113,8 +114,17 @@ def model_nll_on_windows(
                 ignore_index=-100,
                 reduction="sum",
             )
-            total_nll += float(nll)
-            total_targets += int((targets != -100).sum())
+            yield float(nll), int((targets != -100).sum()), len(batch)
+
+
+def model_nll_on_windows(
+    model, windows: Sequence[Sequence[int]], *, batch_size: int = 8, device: str = "cpu"
+) -> tuple[float, int]:
+    """Summed next-token NLL (nats) over all targets of `windows`, and the number of targets."""
+    total_nll, total_targets = 0.0, 0
+    for nll, targets, _ in batch_nll(model, windows, batch_size=batch_size, device=device):
+        total_nll += nll
+        total_targets += targets
     return total_nll, total_targets
 
 
@@ -176,6 +186,22 @@ def load_model_and_tokenizer(model_dir: str | Path, *, device: str, dtype: str):
     return model.to(device).eval(), tokenizer
 
 
+def score_source(model, windows: Sequence[Sequence[int]], entry: dict, *, batch_size: int,
+                 device: str, on_progress) -> dict:
+    """Score `windows` from `entry["windows"]` on, adding to the entry's sums; after every
+    `SAVE_EVERY_BATCHES` batches `on_progress(entry)` may save it (and stop the job)."""
+    entry = dict(entry)
+    for batches, (nll, targets, count) in enumerate(
+            batch_nll(model, windows[entry["windows"]:], batch_size=batch_size, device=device),
+            start=1):
+        entry["nll"] += nll
+        entry["tokens"] += targets
+        entry["windows"] += count
+        if batches % SAVE_EVERY_BATCHES == 0:
+            on_progress(entry)
+    return entry | {"finished": True}
+
+
 def per_source_perplexity(
     model_dir: str | Path,
     heldout: dict[str, Path],
@@ -185,13 +211,22 @@ def per_source_perplexity(
     max_tokens_per_source: int | None,
     device: str,
     dtype: str,
+    progress_path: Path | None = None,
+    stop=None,
 ) -> dict:
     """`{split: {set_name: {"nll", "ppl", "tokens"}, "all": {...}}}` for every held-out split.
 
     `nll` is the mean next-token NLL in nats per token, `ppl = exp(nll)`, `tokens` the number of
     scored tokens (document tokens plus one EOS per document, capped at `max_tokens_per_source`
     per source and split, taking documents in reader order). `all` weights sources by tokens.
+
+    With `progress_path`, scoring resumes from what an interrupted run recorded there
+    (evaluate/progress.py); when `stop` is requested (the pre-emption signal) progress is saved
+    and `Preempted` raised.
     """
+    settings = {"seq_len": seq_len, "max_tokens_per_source": max_tokens_per_source,
+                "dtype": canonical_dtype(dtype)}
+    progress = Progress(progress_path, fingerprint(Path(model_dir), heldout, settings))
     model, tokenizer = load_model_and_tokenizer(model_dir, device=device, dtype=dtype)
     results: dict[str, dict] = {}
     for split, path in heldout.items():
@@ -201,13 +236,24 @@ def per_source_perplexity(
         for set_name, stream in sorted(streams.items()):
             if set_name == "all":
                 raise ValueError(f"{path}: a source named 'all' clashes with the total")
-            nll_sum, tokens = model_nll_on_windows(
-                model, cut_windows(stream, seq_len), batch_size=batch_size, device=device
-            )
-            split_result[set_name] = summarize(nll_sum, tokens)
-            total_nll += nll_sum
-            total_tokens += tokens
-            log.info("%s/%s: %d tokens, ppl %.3f", split, set_name, tokens,
+
+            def on_progress(entry, split=split, set_name=set_name):
+                progress.update(split, set_name, entry)
+                progress.save()
+                if stop is not None and stop.requested:
+                    raise Preempted(f"pre-empted while scoring {split}/{set_name}: progress "
+                                    f"saved in {progress_path}; running the job again resumes")
+
+            entry = progress.get(split, set_name)
+            if not entry["finished"]:
+                entry = score_source(model, cut_windows(stream, seq_len), entry,
+                                     batch_size=batch_size, device=device,
+                                     on_progress=on_progress)
+                on_progress(entry)
+            split_result[set_name] = summarize(entry["nll"], entry["tokens"])
+            total_nll += entry["nll"]
+            total_tokens += entry["tokens"]
+            log.info("%s/%s: %d tokens, ppl %.3f", split, set_name, entry["tokens"],
                      split_result[set_name]["ppl"])
         split_result["all"] = summarize(total_nll, total_tokens)
         results[split] = split_result

@@ -1,8 +1,10 @@
 """The evaluation stage's plan: what each perplexity and lm-eval job reads, and its size.
 
 Plain dict functions (no torch). An evaluation job runs on `evaluation.gpu` GPUs (0 or 1); on
-a GPU it takes its model preset's GPU model, one GPU's share of the preset's cores and memory
-(the rule's `resources` default in config/schema/resources.schema.yaml gives the rest).
+a GPU it takes its model preset's GPU model and one GPU's share of the preset's cores. Its
+wall time and memory follow the model's size and the tokens it scores
+(selectlab.evaluate.sizing); the rule's `resources` default in
+config/schema/resources.schema.yaml gives the rest, and `resources.<rule>` overrides.
 
 Besides the overview's tasks, a model is evaluated on every (task, shots) setting the papers'
 protocols need for the tables it is a row of (selectlab.papers.protocols), each setting once;
@@ -12,10 +14,11 @@ have their training snapshots evaluated on the figure's settings.
 
 from __future__ import annotations
 
+from selectlab.evaluate.sizing import eval_size
 from selectlab.papers import protocols as paper_protocols
 from selectlab.papers.plan import curve_runs
 from selectlab.replicates import base_variant, replicate_names
-from selectlab.resources import rule_shape
+from selectlab.resources import rule_shape, schema_default
 from selectlab.train.resolve import pretrain_shape, seq_len
 
 ICL_KEYS = ("tasks", "batch_size", "dtype", "limit")
@@ -69,13 +72,31 @@ def curve_icl_params(config: dict) -> dict[str, dict]:
             for name in dict.fromkeys(name for name, _ in curve_runs(config))}
 
 
+def data_cache(config: dict) -> str:
+    """The shared directory fetch_eval_data fills and the ICL jobs read offline."""
+    return config["evaluation"]["icl"].get("data_cache") or schema_default(
+        "evaluation.schema.yaml", "properties", "icl", "properties", "data_cache")
+
+
+def fetch_params(config: dict) -> dict:
+    """What `selectlab evaluate fetch-data` downloads: the lm-eval tasks of the overview and of
+    the papers' protocols (none when local)."""
+    tasks = config["evaluation"]["icl"]["tasks"]
+    if tasks == "local":
+        return {"tasks": tasks}
+    named = {task["name"] for task in tasks}
+    protocol_tasks = sorted({setting.task for variant in config["variants"]
+                             for setting in paper_protocols.variant_settings(config, variant)}
+                            - named)
+    return {"tasks": list(tasks) + [{"name": name} for name in protocol_tasks]}
+
+
 def eval_shape(config: dict, rule: str, name: str) -> dict:
     """The job of `rule` (eval_perplexity, eval_icl) on variant `name`'s model."""
     gpu = int(config["evaluation"].get("gpu", 0))
-    preset = pretrain_shape(config, name)
-    per_gpu = max(preset["gpu"], 1)
-    derived = {"gpu": gpu, "mem_mb": preset["mem_mb"] // per_gpu}
+    derived = {"gpu": gpu} | eval_size(config, name, rule.removeprefix("eval_"))
     if gpu:
+        preset = pretrain_shape(config, name)
         derived |= {"gpu_model": preset.get("gpu_model"),
-                    "cpus": max(1, preset["cpus"] // per_gpu)}
+                    "cpus": max(1, preset["cpus"] // max(preset["gpu"], 1))}
     return rule_shape(config, rule, derived)

@@ -9,11 +9,12 @@ tokens and padding are not trained on). The schedule, optimiser and mixed precis
 pretraining's (`selectlab.train.loop`): linear warmup, cosine decay, AdamW without decay on
 norms, bf16 autocast. The job runs on one device; the papers' 1.3B models fine-tune on one GPU.
 
-Resuming follows pretraining: a checkpoint (model, optimiser, step, log, RNG state) every
-`checkpoint_every` steps, stamped with the hash of everything that determines the run (settings,
-template, the training file and the pretrained model's weights file); a killed job resumes from
-its newest matching checkpoint, and a changed run discards the others. The result is the final
-model, saved with its tokenizer and a card.
+Resuming follows pretraining, with its checkpoint format (selectlab.train.checkpoints, written
+by one process): a checkpoint (model, optimiser and RNG state; step and log in its run.json)
+every `checkpoint_every` steps, stamped with the hash of everything that determines the run
+(settings, template, the training file and the pretrained model's weights file); a killed job
+resumes from its newest matching checkpoint, and a changed run discards the others. The result
+is the final model, saved with its tokenizer and a card.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import torch
 from selectlab.instruct.template import IGNORE, ChatTemplate, training_example
 from selectlab.shards import atomic_path, write_json
 from selectlab.train import checkpoints
+from selectlab.train.distributed import Distributed, load_sharded_state, sharded_state
 from selectlab.train.loop import autocast_context, learning_rate, make_optimizer
 
 LOG_COLUMNS = ["step", "epoch", "examples", "tokens", "loss", "lr", "seconds"]
@@ -109,7 +111,7 @@ def trained_tokens(examples: list[Example]) -> int:
 
 
 def summed_loss(model, batch: dict[str, torch.Tensor], device, dtype: str) -> torch.Tensor:
-    with autocast_context(device, dtype):
+    with autocast_context(device, dtype, fsdp_mixed_precision=False):
         logits = model(input_ids=batch["input_ids"],
                        attention_mask=batch["attention_mask"]).logits
     return torch.nn.functional.cross_entropy(
@@ -126,6 +128,12 @@ def run_hash(s: SFTSettings, template: ChatTemplate, train_path, model_dir) -> s
     return checkpoints.settings_hash({
         "settings": asdict(s), "template": asdict(template), "data": identity(Path(train_path)),
         "model": [identity(path) for path in weights if path.is_file()]})
+
+
+def training_state(model, optimizer) -> dict:
+    """What a checkpoint holds besides its run.json (also the template a resume loads into)."""
+    model_state, optim_state = sharded_state(model, optimizer)
+    return {"model": model_state, "optimizer": optim_state, "rng": torch.get_rng_state()}
 
 
 def finetune(model_dir: str | Path, train_path: str | Path, template: ChatTemplate,
@@ -149,13 +157,16 @@ def finetune(model_dir: str | Path, train_path: str | Path, template: ChatTempla
         print(f"discarded {dropped} checkpoint(s) of a run with other settings", flush=True)
     model.to(device)
     optimizer = make_optimizer(model, s)
+    one_process = Distributed(rank=0, local_rank=0, world_size=1, device=torch.device(device))
     start_step, log_rows = 0, []
     resume = checkpoints.latest_resumable(checkpoint_dir, stamp)
     if resume is not None:
-        model.load_state_dict(resume["model"])
-        optimizer.load_state_dict(resume["optimizer"])
-        start_step, log_rows = resume["step"], resume["log"]
-        torch.set_rng_state(resume["rng"])
+        path, meta = resume
+        state = training_state(model, optimizer)
+        checkpoints.read_shards(path, state, one_process)
+        load_sharded_state(model, optimizer, state["model"], state["optimizer"])
+        torch.set_rng_state(state["rng"])
+        start_step, log_rows = int(meta["step"]), list(meta["log"])
         print(f"resumed from step {start_step} of {total_steps}", flush=True)
 
     model.train()
@@ -184,10 +195,10 @@ def finetune(model_dir: str | Path, train_path: str | Path, template: ChatTempla
             print(f"step {step + 1}/{total_steps} epoch {epoch + 1} loss {loss_sum:.4f} "
                   f"lr {lr:.2e}", flush=True)
         if (step + 1) % s.checkpoint_every == 0 or step + 1 == total_steps:
-            checkpoints.save_checkpoint(checkpoint_dir, step + 1, {
-                "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                "step": step + 1, "log": log_rows, "rng": torch.get_rng_state(),
-                "settings_hash": stamp}, keep=1)
+            checkpoints.save_checkpoint(
+                checkpoint_dir, step + 1, training_state(model, optimizer),
+                {"settings_hash": stamp, "log": log_rows}, checkpoints.REGULAR, keep=1,
+                dist=one_process)
 
     card = {"pairs": len(examples), "steps": total_steps, "epochs": s.epochs,
             "final_loss": log_rows[-1]["loss"], "template": asdict(template),

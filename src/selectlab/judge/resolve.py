@@ -13,7 +13,9 @@ from selectlab.resources import job_shape, schema_default
 
 PROTOCOL_NAMES = ("qurating", "dataman", "prrc", "fineweb_edu", "wanjuan")
 LOCAL_MODEL_KINDS = ("transformers", "vllm")
+DEFAULT_MAX_FAILURE_RATE = 0.05
 SIMULATED_NOTE = "Ratings derived from the SIMULATED judge (offline default), not an LLM."
+THROUGHPUT_KEYS = ("batch_size",)
 
 
 def judge_seed(config: dict) -> int:
@@ -50,11 +52,21 @@ def resolve_run(config: dict, protocol: str) -> dict:
     judge = config["judge"]
     sampling = {"documents", "pairs", "snippet_tokens", "max_text_tokens"}
     settings = {k: v for k, v in judge["protocols"][protocol].items() if k not in sampling}
-    resolved = {"protocol": protocol, "seed": judge_seed(config), "backend": judge["backend"],
-                "settings": settings}
+    backend = {k: v for k, v in judge["backend"].items() if k not in THROUGHPUT_KEYS}
+    resolved = {"protocol": protocol, "seed": judge_seed(config), "backend": backend,
+                "settings": settings,
+                "max_failure_rate": judge.get("max_failure_rate", DEFAULT_MAX_FAILURE_RATE)}
     if is_simulated(config):
         resolved["simulated"] = judge["simulated"]
     return resolved
+
+
+def resolve_throughput(config: dict) -> dict:
+    """The backend's batch size (`selectlab judge run --throughput`): how many queries go out
+    together changes speed, not answers (the cache keys leave it out too), so it is kept out
+    of the job's params and changing it reruns nothing."""
+    backend = config["judge"]["backend"]
+    return {key: backend[key] for key in THROUGHPUT_KEYS if key in backend}
 
 
 def is_simulated(config: dict) -> bool:

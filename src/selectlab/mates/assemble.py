@@ -6,7 +6,7 @@ read about the MATES variant is assembled from them:
 - `selection.parquet`: every stage's documents in training order (stage 1 first), with a `stage`
   column and `rank` over the whole; `manifest.json`: the totals and each stage's manifest.
 - `final/`: the last stage's model (a copy, its training card listing every stage's).
-- `train_log.csv`: every stage's steps, with steps, tokens and seconds counted across stages.
+- `train_log.csv`: every stage's steps, with steps and tokens counted across stages.
 """
 
 from __future__ import annotations
@@ -60,15 +60,17 @@ def union_selection(selections: Sequence[str | Path], manifests: Sequence[str | 
 
 
 def joined_log(logs: Sequence[str | Path]) -> pd.DataFrame:
-    """Stage logs one after the other, steps, tokens and seconds continuing across stages."""
+    """Stage logs one after the other, steps, tokens (and seconds, where a log has them: a
+    pretraining log has no wall-clock column) continuing across stages."""
     frames, steps, tokens, seconds = [], 0, 0, 0.0
     for path in logs:
         frame = pd.read_csv(path)
-        shifted = frame.assign(step=frame["step"] + steps, tokens=frame["tokens"] + tokens,
-                               seconds=frame["seconds"] + seconds)
+        shifted = frame.assign(step=frame["step"] + steps, tokens=frame["tokens"] + tokens)
+        if "seconds" in frame:
+            shifted["seconds"] = frame["seconds"] + seconds
+            seconds = float(shifted["seconds"].iloc[-1])
         frames.append(shifted)
         steps, tokens = int(shifted["step"].iloc[-1]), int(shifted["tokens"].iloc[-1])
-        seconds = float(shifted["seconds"].iloc[-1])
     return pd.concat(frames, ignore_index=True)
 
 

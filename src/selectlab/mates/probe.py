@@ -172,9 +172,9 @@ class Prober:
         self.dtype = dtype
         self.batch_rows = batch_rows
         self.settings = TrainSettings(seq_len=int(reference.shape[1]), global_batch_sequences=1,
-                                      micro_batch_sequences=1, lr=step.lr,
-                                      weight_decay=step.weight_decay, beta1=step.beta1,
-                                      beta2=step.beta2, grad_clip=step.grad_clip, dtype=dtype)
+                                      lr=step.lr, weight_decay=step.weight_decay,
+                                      beta1=step.beta1, beta2=step.beta2, grad_clip=step.grad_clip,
+                                      dtype=dtype)
         self.initial = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
         self.optimizer_state = optimizer_state
         self.reference_tokens = int(self.reference[:, 1:].numel())

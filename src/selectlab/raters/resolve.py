@@ -18,6 +18,9 @@ from selectlab import layout
 from selectlab.raters.spec import PROTOCOL, RATERS, base_rater, dataman_instance
 from selectlab.resources import job_shape, schema_default
 
+# How fast a job runs, not what it learns: passed apart from the params (`--throughput`), so
+# changing it reruns nothing (docs/cluster.md).
+THROUGHPUT_KEYS = ("forward_batch_size",)
 HEAD_KEYS = ("backbone", "train_backbone", "window", "pool_layers", "dtype", "forward_batch_size",
              "batch_size", "epochs", "lr", "weight_decay", "validation_fraction", "patience",
              "heldout_fraction")
@@ -82,18 +85,27 @@ def rater_kind(config: dict, rater: str) -> str:
 
 
 def rater_params(config: dict, rater: str) -> dict:
-    """Everything the training job reads, resources left out; `seed` defaults to the run's."""
+    """Everything the training job reads, resources and throughput left out; `seed` defaults
+    to the run's."""
     merged = _merged(config, rater)
-    params = {k: v for k, v in merged.items() if k != "resources"}
+    params = {k: v for k, v in merged.items() if k != "resources" and k not in THROUGHPUT_KEYS}
     params.setdefault("seed", int(config["seed"]))
     kind = rater_kind(config, rater)
-    missing = [key for key in REQUIRED[kind] if key not in params]
+    missing = [key for key in REQUIRED[kind] if key not in params | resolve_throughput(
+        config, rater)]
     if missing:
         raise ValueError(f"raters.{rater} ({kind}) lacks {missing} (in its entry or in "
                          "raters.defaults)")
     if rater == "qurater" and "confident_margin" not in params:
         raise ValueError("raters.qurater needs confident_margin")
     return params
+
+
+def resolve_throughput(config: dict, rater: str) -> dict:
+    """Chunks per encoder forward pass (`selectlab raters train --throughput`): speed only,
+    so kept out of the params and of the card's config hash."""
+    merged = _merged(config, rater)
+    return {key: merged[key] for key in THROUGHPUT_KEYS if key in merged}
 
 
 def resources(config: dict, rater: str) -> dict:

@@ -26,6 +26,23 @@ from selectlab.shards import atomic_write_bytes, sha256_file
 MANIFEST_NAME = "MANIFEST.sha256"
 REDACTED = "<redacted>"
 UNKNOWN = "unknown"
+# Columns that measure the machine a job ran on (wall-clock time, speed, peak memory). Tables
+# that carry them (judge summaries, annotation throughput) are archived without them, so that
+# rebuilding from the same inputs gives the same bytes; the full tables stay in results/.
+MEASURED_COLUMNS = ("latency_s", "tokens_per_s", "seconds", "setup_seconds",
+                    "input_tokens_per_s", "output_tokens_per_s", "docs_per_s", "memory_gb",
+                    "memory_kind", "peak_rss_gb", "peak_device_gb")
+
+
+def without_measurements(path: Path) -> bytes:
+    """A CSV table's bytes with its MEASURED_COLUMNS dropped (unchanged if it has none)."""
+    import pandas as pd
+
+    frame = pd.read_csv(path)
+    measured = [column for column in frame.columns if column in MEASURED_COLUMNS]
+    if not measured:
+        return Path(path).read_bytes()
+    return frame.drop(columns=measured).to_csv(index=False, lineterminator="\n").encode()
 
 
 def manifest_text(checksums: Mapping[str, str]) -> str:
@@ -136,14 +153,22 @@ def git_state(repo_dir: Path) -> dict[str, Any]:
 
 
 def provenance_record(
-    resolved_config: dict, input_checksums: dict[str, str], repo_dir: Path
+    resolved_config: dict, input_checksums: dict[str, str], repo_dir: Path,
+    corpus_inputs: dict | None = None,
 ) -> dict:
-    """Git state, the redacted resolved config and input checksums; nothing time-dependent."""
-    return {
+    """Git state, the redacted resolved config and input checksums; nothing time-dependent.
+
+    `corpus_inputs`: what the embedded corpus was built from (packages, versions, checksums;
+    selectlab.corpus.inputs), where it was built.
+    """
+    record = {
         "git": git_state(Path(repo_dir)),
         "config": redact(resolved_config),
         "inputs": {name: input_checksums[name] for name in sorted(input_checksums)},
     }
+    if corpus_inputs is not None:
+        record["corpus_inputs"] = corpus_inputs
+    return record
 
 
 def _check_member_name(name: str) -> str:
@@ -177,19 +202,23 @@ class _HashingReader:
         return data
 
 
-def build_archive(out_path: Path, members: dict[str, Path]) -> None:
-    """Deterministic `.tar.gz` of `members` (archive name -> file) plus `MANIFEST.sha256`.
+def build_archive(out_path: Path, members: dict[str, Path | bytes]) -> None:
+    """Deterministic `.tar.gz` of `members` (archive name -> file, or the member's bytes)
+    plus `MANIFEST.sha256`.
 
     Members are sorted by name; the manifest covers every other member. The archive is written
     to a temporary file beside `out_path` and renamed into place.
     """
-    names = {_check_member_name(name): Path(path) for name, path in members.items()}
+    names = {_check_member_name(name): content if isinstance(content, bytes) else Path(content)
+             for name, content in members.items()}
     if len(names) != len(members):
         raise ValueError("two archive member names normalise to the same path")
     if MANIFEST_NAME in names:
         raise ValueError(f"{MANIFEST_NAME} is written by build_archive; do not pass it")
-    checksums = {name: sha256_file(path) for name, path in names.items()}
-    sizes = {name: path.stat().st_size for name, path in names.items()}
+    checksums = {name: hashlib.sha256(content).hexdigest() if isinstance(content, bytes)
+                 else sha256_file(content) for name, content in names.items()}
+    sizes = {name: len(content) if isinstance(content, bytes) else content.stat().st_size
+             for name, content in names.items()}
     manifest = manifest_text(checksums).encode("utf-8")
 
     out_path = Path(out_path)
@@ -202,6 +231,9 @@ def build_archive(out_path: Path, members: dict[str, Path]) -> None:
                     for name in sorted([*names, MANIFEST_NAME]):
                         if name == MANIFEST_NAME:
                             tar.addfile(_tar_info(name, len(manifest)), io.BytesIO(manifest))
+                            continue
+                        if isinstance(names[name], bytes):
+                            tar.addfile(_tar_info(name, sizes[name]), io.BytesIO(names[name]))
                             continue
                         with open(names[name], "rb") as handle:
                             reader = _HashingReader(handle)

@@ -15,10 +15,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from selectlab import layout
 from selectlab.analysis.plan import AnalysisPlan, analysis_plan
 from selectlab.analysis.plan import caption_stem as analysis_caption_stem
 from selectlab.analysis.plan import heading as analysis_heading
+from selectlab.annotate.resolve import container_key, family_names
+from selectlab.instruct.resolve import archive_files as instruct_archive_files
 from selectlab.instruct.resolve import configured as instruct_configured
+from selectlab.instruct.resolve import container_key as instruct_container_key
+from selectlab.judge.resolve import configured_protocols
 from selectlab.judge.resolve import notes as judge_notes
 from selectlab.papers.layouts import LAYOUTS as PAPER_LAYOUTS
 from selectlab.papers.layouts import PPL_VS_TASKS, SPREAD, chart_names
@@ -31,6 +36,7 @@ METARATER_FIGURES = ("metarater_fit", "metarater_weights", "metarater_proxies", 
 ANNOTATION_THROUGHPUT = "annotation_throughput"  # written by rules/annotate.smk
 # Written by rules/papers.smk beside the papers' numbered tables.
 VS_PUBLISHED, CLAIMS = "vs_published", "claims"
+JUDGE_FAILURES = "judge_failures"  # written by rules/judge.smk
 # Written by rules/cost.smk (selectlab.cost.tables): per stage, per variant, Meta-rater Table 2.
 COST_TABLES = ("cost", "cost_variants", "cost_metarater_table2")
 # The win-rate table and figure (rules/instruct.smk), where the config has comparisons.
@@ -55,8 +61,9 @@ HEADINGS = {
     SPREAD: "Each paper's Table 1 average: spread over replicates",
     PPL_VS_TASKS: "DataMan Figure 6: perplexity against ICL, per task",
     "winrate": "Instruction following: win rates after fine-tuning",
+    JUDGE_FAILURES: "Judge: failed judgments per protocol",
 }
-# The software environments whose package lists the provenance records.
+# The software environments every run uses (`environments` adds the others a run may use).
 ENVIRONMENTS = ("cpu", "train")
 
 
@@ -94,8 +101,9 @@ class ReportPlan:
 
     def report_tables(self) -> list[str]:
         """Tables of the HTML report, in its order: the papers' tables, the results, the win
-        rates, then the analyses."""
-        return self.lead_tables() + list(TABLES) + self.winrate_tables() + self.analysis_tables()
+        rates, the analyses, then the judge's failure counts."""
+        return (self.lead_tables() + list(TABLES) + self.winrate_tables() + self.analysis_tables()
+                + [JUDGE_FAILURES])
 
     def report_figures(self) -> list[str]:
         return (self.paper_charts + self.figures() + self.winrate_figures()
@@ -129,6 +137,28 @@ def paper_caption(name: str) -> str | None:
     """The caption of a paper's numbered table or chart: one for all tables, one for all
     charts (the heading names the table)."""
     return f"paper_{PAPER_LAYOUTS[name].item}" if name in PAPER_LAYOUTS else None
+
+
+def environments(config: dict) -> list[str]:
+    """Every image a job of this configuration runs in, each one's package list archived: the
+    cpu and train images, the annotation families' images, vllm's for a vLLM judge, and the
+    images of instruction following's answer generation and judging."""
+    families = {container_key(config, family) for family in family_names(config)}
+    judge = {"vllm"} if config["judge"]["backend"]["kind"] == "vllm" else set()
+    instruct = ({instruct_container_key(config, stage) for stage in ("generate", "judge")}
+                if instruct_configured(config) else set())
+    return sorted(set(ENVIRONMENTS) | families | judge | instruct)
+
+
+def measured_tables(config: dict, root: str) -> list[str]:
+    """Tables that also hold wall-clock time, speed or peak memory: archived without those
+    columns (selectlab.report.archive.MEASURED_COLUMNS), so the archive stays
+    byte-reproducible."""
+    instruct = [path for path in instruct_archive_files(config, root)
+                if path.endswith(".csv")]  # SFT logs (seconds), answer judge summaries
+    return [layout.table(root, ANNOTATION_THROUGHPUT, "csv")] + [
+        layout.judge_summary(root, protocol) for protocol in configured_protocols(config)
+    ] + instruct
 
 
 def table_caption(name: str) -> str:

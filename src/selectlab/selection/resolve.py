@@ -7,7 +7,8 @@ imports this module while it builds the job graph). A variant is a configured en
 `metarater.searches`, or a stage of a MATES variant generated from the `mates` section (the
 stages' probe, fit and annotation jobs are planned by `selectlab.mates.plan`). The workflow
 passes each job only its own resolved section (as JSON `params`), so Snakemake reruns exactly
-the jobs whose settings changed.
+the jobs whose settings changed. A selection job's size follows the pool it reads
+(selection.sizing).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from selectlab import layout
 from selectlab.corpus.resolve import reference_split_configured
 from selectlab.replicates import all_replicate_names, replicate_entry
 from selectlab.resources import rule_shape
+from selectlab.selection.sizing import select_size
 
 # Meta-rater proxies are variants generated from `metarater.searches`, named
 # `{search}__proxy{index:03d}`; config variant names may not take that form (the schema says so).
@@ -207,6 +209,18 @@ def selection_raters(config: dict, name: str) -> list[str]:
     if "shared_from" in variant_entry(config, name):
         return []
     return required_raters(selection_params(config, name))
+
+
+def select_shape(config: dict, name: str, documents: int) -> dict:
+    """The selection job of a variant over a pool of `documents` (selection.sizing.pool_documents):
+    the `select` job of `selection_job_shape` (memory: the streaming ceiling), with cores and
+    time from the pool and the score columns it reads (SemDeDup's in-memory ranks added to its
+    memory); `resources.select` still overrides."""
+    selection = resolve_selection(config, name)
+    columns = len(selection_raters(config, name)) + len(selection["params"].get("scores", []))
+    ceiling = selection_job_shape(config, "select")["mem_mb"]
+    return rule_shape(config, "select", select_size(selection["method"], selection["params"],
+                                                    columns, documents, ceiling))
 
 
 def score_inputs(config: dict, root: str, name: str) -> list[str]:

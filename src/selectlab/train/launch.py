@@ -1,14 +1,19 @@
 """How a pretraining job starts its processes: one per GPU, on one node or several.
 
-Two steps, one module. When the workflow plans a multi-node job, `node_launcher` is the
-command prefix that starts one `selectlab pretrain` per node with `srun` (on the batch node,
-outside the container: there is no `srun` inside it; each copy enters the image itself). When
-`selectlab pretrain` runs, `torchrun_command` is the torchrun command it re-executes itself
-under so that every GPU of its node gets a process; the copies of several nodes meet through
-torchrun's c10d rendezvous on the batch node. docs/cluster.md describes the whole path.
+Two steps, one module. When the workflow plans a job, `node_launcher` is the command prefix
+that starts one `selectlab pretrain` per node of a multi-node job with `srun` (on the batch
+node, outside the container: there is no `srun` inside it; each copy enters the image itself),
+and `launch_options` its GPUs, nodes and launch settings. When `selectlab pretrain` runs,
+`torchrun_command` is the torchrun command it re-executes itself under so that every GPU of its
+node gets a process; the copies of several nodes meet through torchrun's c10d rendezvous on the
+batch node. docs/cluster.md describes the whole path.
+
+The rule passes both as resources, not params: how a job runs never reruns it.
 """
 
 from __future__ import annotations
+
+import json
 
 # The c10d store listens on the first node; a port derived from the job id keeps two multi-node
 # jobs that happen to share a first node from colliding.
@@ -30,6 +35,14 @@ def node_launcher(shape: dict, image: str | None = None, apptainer_args: str = "
     if image:
         launcher += f"apptainer exec --home {home} {apptainer_args} {image} "
     return launcher
+
+
+def launch_options(settings: dict, shape: dict) -> str:
+    """`selectlab pretrain`'s options for how it runs: `--launch` (micro-batch, activation
+    checkpointing, FSDP; selectlab.train.resolve.launch_settings), `--gpus` per node and
+    `--nodes` of the job's resource `shape`."""
+    launch = json.dumps(settings, sort_keys=True, separators=(",", ":"))
+    return f"--launch '{launch}' --gpus {shape['gpu']} --nodes {shape['nodes']}"
 
 
 def rendezvous_endpoint(env: dict) -> str:
@@ -59,9 +72,8 @@ def torchrun_command(argv: list[str], gpus: int, nodes: int, env: dict) -> list[
     if nodes <= 1:
         return ["torchrun", "--standalone", f"--nproc-per-node={gpus}",
                 "-m", "selectlab.cli", *argv]
-    if gpus < 1:
-        raise ValueError("multi-node pretraining needs at least one GPU per node")
-    return ["torchrun", f"--nnodes={nodes}", f"--nproc-per-node={gpus}",
+    # Without GPUs (a CPU test of the multi-node path) each node runs one gloo process.
+    return ["torchrun", f"--nnodes={nodes}", f"--nproc-per-node={max(gpus, 1)}",
             "--rdzv-backend=c10d", f"--rdzv-endpoint={rendezvous_endpoint(env)}",
             f"--rdzv-id={env.get('SLURM_JOB_ID', 'selectlab')}",
             "-m", "selectlab.cli", *argv]

@@ -3,7 +3,8 @@
 The same function runs single-process on a CPU and under `torchrun` on GPUs (DDP, or FSDP2 for
 presets marked `fsdp`). Rows of the packed array are read in stored order: shuffling or curriculum
 ordering happened when the selection was packed. Every rank reads its own micro-batches of each
-global batch, so the result does not depend on how many processes share the work.
+global batch, so the result does not depend on how many processes share the work, and a run
+checkpointed on one world size resumes on another (train/checkpoints.py).
 """
 
 from __future__ import annotations
@@ -22,15 +23,38 @@ import torch
 from selectlab.flops import cost_record, module_shape, training_flops
 from selectlab.shards import write_json
 from selectlab.train import checkpoints, snapshots
-from selectlab.train.distributed import Distributed, all_reduce_mean, setup_distributed, wrap_model
+from selectlab.train.distributed import (
+    Distributed,
+    all_reduce_mean,
+    full_model_state,
+    gradient_sync,
+    load_sharded_state,
+    model_shards,
+    set_model_shards,
+    setup_distributed,
+    sharded_state,
+    uses_fsdp,
+    wrap_model,
+)
 from selectlab.train.model import ModelPreset, count_parameters, llama_config
+from selectlab.train.preemption import Preempted, StopRequest
+
+LOG_COLUMNS = ["step", "tokens", "loss", "lr"]
+
+
+def strict_fields(cls, params: dict) -> dict:
+    unknown = set(params) - set(cls.__dataclass_fields__)
+    if unknown:
+        raise ValueError(f"unknown {cls.__name__} keys: {sorted(unknown)}")
+    return params
 
 
 @dataclass(frozen=True)
 class TrainSettings:
+    """What is learned: changing any of these retrains the variant from scratch."""
+
     seq_len: int
     global_batch_sequences: int
-    micro_batch_sequences: int
     lr: float
     min_lr_ratio: float = 0.1
     warmup_fraction: float = 0.05
@@ -46,10 +70,25 @@ class TrainSettings:
 
     @classmethod
     def from_dict(cls, params: dict) -> TrainSettings:
-        unknown = set(params) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown training settings: {sorted(unknown)}")
-        return cls(**params)
+        return cls(**strict_fields(cls, params))
+
+
+@dataclass(frozen=True)
+class LaunchSettings:
+    """How the job uses its GPUs: the same model comes out (up to the order of float sums)
+    whatever these are, so they are kept out of the checkpoint hash and the job's params."""
+
+    micro_batch_sequences: int
+    activation_checkpointing: bool = False
+    fsdp: bool = False
+
+    @classmethod
+    def from_dict(cls, params: dict) -> LaunchSettings:
+        return cls(**strict_fields(cls, params))
+
+
+class Superseded(Exception):
+    """Another run of the same variant claimed the checkpoint directory."""
 
 
 def learning_rate(step: int, total_steps: int, s: TrainSettings) -> float:
@@ -62,8 +101,10 @@ def learning_rate(step: int, total_steps: int, s: TrainSettings) -> float:
     return floor + (s.lr - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
-def autocast_context(device: torch.device, dtype: str):
-    if dtype == "bf16" and (device.type == "cpu" or torch.cuda.is_bf16_supported()):
+def autocast_context(device: torch.device, dtype: str, fsdp_mixed_precision: bool = False):
+    # FSDP runs in bf16 through its mixed-precision policy (distributed.wrap_model) instead.
+    if dtype == "bf16" and not fsdp_mixed_precision and (
+            device.type == "cpu" or torch.cuda.is_bf16_supported()):
         return torch.autocast(device.type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
 
@@ -89,22 +130,28 @@ def build_model(preset: ModelPreset, tokenizer, s: TrainSettings, init_from: str
     return LlamaForCausalLM(config)
 
 
-def micro_batches(data: np.ndarray, step: int, s: TrainSettings, dist: Distributed):
+def micro_steps(s: TrainSettings, launch: LaunchSettings, dist: Distributed) -> int:
+    return s.global_batch_sequences // (launch.micro_batch_sequences * dist.world_size)
+
+
+def micro_batches(data: np.ndarray, step: int, s: TrainSettings, launch: LaunchSettings,
+                  dist: Distributed):
     """This rank's micro-batches of global batch `step`, as int64 tensors."""
-    per_step = s.global_batch_sequences // (s.micro_batch_sequences * dist.world_size)
+    per_step, size = micro_steps(s, launch, dist), launch.micro_batch_sequences
     base = step * s.global_batch_sequences
     for micro in range(per_step):
-        start = base + (micro * dist.world_size + dist.rank) * s.micro_batch_sequences
-        rows = np.asarray(data[start:start + s.micro_batch_sequences], dtype=np.int64)
+        start = base + (micro * dist.world_size + dist.rank) * size
+        rows = np.asarray(data[start:start + size], dtype=np.int64)
         yield micro == per_step - 1, torch.from_numpy(rows).to(dist.device)
 
 
-def check_batch_shape(s: TrainSettings, dist: Distributed, n_rows: int, width: int) -> int:
+def check_batch_shape(s: TrainSettings, launch: LaunchSettings, dist: Distributed, n_rows: int,
+                      width: int) -> int:
     if width != s.seq_len:
         raise ValueError(f"packed sequences have length {width}, settings say {s.seq_len}")
-    if s.global_batch_sequences % (s.micro_batch_sequences * dist.world_size):
+    if s.global_batch_sequences % (launch.micro_batch_sequences * dist.world_size):
         raise ValueError(f"global batch {s.global_batch_sequences} is not a multiple of micro "
-                         f"batch {s.micro_batch_sequences} x {dist.world_size} processes")
+                         f"batch {launch.micro_batch_sequences} x {dist.world_size} processes")
     steps = n_rows // s.global_batch_sequences
     if steps == 0:
         raise ValueError(f"{n_rows} sequences are fewer than one global batch "
@@ -112,88 +159,168 @@ def check_batch_shape(s: TrainSettings, dist: Distributed, n_rows: int, width: i
     return steps
 
 
+def run_hash(data_path, preset: ModelPreset, s: TrainSettings, init_from: str | None) -> str:
+    """What a checkpoint must match to be resumed: settings, model, starting point, data file.
+    World size and the other launch settings are deliberately absent."""
+    stat = os.stat(data_path)
+    return checkpoints.settings_hash({
+        "settings": asdict(s), "preset": asdict(preset), "init_from": init_from,
+        "data": [str(data_path), stat.st_size, stat.st_mtime_ns]})
+
+
+class Run:
+    """One training run's model, optimiser and checkpoint directory, on every rank."""
+
+    def __init__(self, model, optimizer, s: TrainSettings, launch: LaunchSettings,
+                 dist: Distributed, checkpoint_dir: Path, run_hash_: str) -> None:
+        self.model, self.optimizer, self.s, self.launch = model, optimizer, s, launch
+        self.dist, self.checkpoint_dir, self.hash = dist, Path(checkpoint_dir), run_hash_
+        self.fsdp_mixed_precision = uses_fsdp(dist, launch.fsdp) and s.dtype == "bf16"
+        self.owner = dist.broadcast_object(
+            checkpoints.claim_directory(checkpoint_dir) if dist.is_main else None)
+        # Wall-clock of training, resumed attempts included (for the card's cost); kept in the
+        # checkpoints' run.json, not in train_log.csv, which must be the same bytes on a rerun.
+        self.started, self.seconds_before = time.monotonic(), 0.0
+
+    def seconds(self) -> float:
+        return self.seconds_before + time.monotonic() - self.started
+
+    def check_owner(self) -> None:
+        mine = self.dist.broadcast_object(
+            checkpoints.owns_directory(self.checkpoint_dir, self.owner)
+            if self.dist.is_main else None)
+        if not mine:
+            raise Superseded(f"another run of this variant started writing to "
+                             f"{self.checkpoint_dir}; this one stops without writing")
+
+    def resume(self) -> tuple[int, list[dict]]:
+        """Load the newest matching checkpoint (each rank reads its shards); (step, log)."""
+        found = self.dist.broadcast_object(
+            checkpoints.latest_resumable(self.checkpoint_dir, self.hash)
+            if self.dist.is_main else None)
+        if found is None:
+            return 0, []
+        path, meta = found
+        model_state, optim_state = sharded_state(self.model, self.optimizer)
+        state = {"model": model_state, "optimizer": optim_state}
+        checkpoints.read_shards(path, state, self.dist)
+        load_sharded_state(self.model, self.optimizer, state["model"], state["optimizer"])
+        self.seconds_before = float(meta.get("seconds", 0.0))
+        return int(meta["step"]), list(meta["log"])
+
+    def save(self, step: int, log_rows: list[dict], kind: str) -> Path:
+        self.check_owner()
+        model_state, optim_state = sharded_state(self.model, self.optimizer)
+        return checkpoints.save_checkpoint(
+            self.checkpoint_dir, step, {"model": model_state, "optimizer": optim_state},
+            {"settings_hash": self.hash, "log": log_rows, "world_size": self.dist.world_size,
+             "seconds": round(self.seconds(), 3)},
+            kind, keep=self.s.average_last, dist=self.dist)
+
+    def train_step(self, data: np.ndarray, step: int, lr: float) -> float:
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        loss_sum = torch.zeros((), device=self.dist.device)
+        per_step = micro_steps(self.s, self.launch, self.dist)
+        for last, batch in micro_batches(data, step, self.s, self.launch, self.dist):
+            # Gradients are reduced across processes only on the last micro-batch of the step.
+            with gradient_sync(self.model, enabled=last):
+                with autocast_context(self.dist.device, self.s.dtype, self.fsdp_mixed_precision):
+                    loss = self.model(input_ids=batch, labels=batch).loss / per_step
+                loss.backward()
+            loss_sum += loss.detach()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.s.grad_clip)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return all_reduce_mean(loss_sum, self.dist)
+
+    def averaged_full_state(self) -> tuple[dict, list[int]]:
+        """Average of the last regular checkpoints (DataMan's recipe), gathered on rank 0."""
+        chosen = self.dist.broadcast_object(
+            checkpoints.list_checkpoints(self.checkpoint_dir, checkpoints.REGULAR)
+            [-self.s.average_last:] if self.dist.is_main else None)
+        averaged = checkpoints.averaged_model_state([path for _, path in chosen],
+                                                    model_shards(self.model), self.dist)
+        set_model_shards(self.model, averaged)
+        return full_model_state(self.model), [step for step, _ in chosen]
+
+
 def pretrain(data_path: str | Path, tokenizer_dir: str | Path, preset: ModelPreset,
-             s: TrainSettings, out_dir: str | Path, checkpoint_dir: str | Path,
-             log_path: str | Path, init_from: str | None = None) -> dict:
-    """Train for one epoch, resuming from a matching checkpoint; write the averaged final model."""
+             s: TrainSettings, launch: LaunchSettings, out_dir: str | Path,
+             checkpoint_dir: str | Path, log_path: str | Path, init_from: str | None = None,
+             stop: StopRequest | None = None) -> dict:
+    """Train for one epoch, resuming from a matching checkpoint; write the averaged final model.
+
+    When `stop` is requested (the pre-emption signal), a checkpoint is written after the
+    current step and `Preempted` is raised.
+    """
     from selectlab.tokens import load_tokenizer
 
+    stop = stop or StopRequest()
     dist = setup_distributed()
     tokenizer = load_tokenizer(tokenizer_dir)
     data = np.load(data_path, mmap_mode="r")
-    total_steps = check_batch_shape(s, dist, data.shape[0], data.shape[1])
-    stat = os.stat(data_path)
-    run_hash = checkpoints.settings_hash({
-        "settings": asdict(s), "preset": asdict(preset), "init_from": init_from,
-        "data": [str(data_path), stat.st_size, stat.st_mtime_ns], "world": dist.world_size})
+    total_steps = check_batch_shape(s, launch, dist, data.shape[0], data.shape[1])
+    hash_ = run_hash(data_path, preset, s, init_from)
     if dist.is_main:
-        dropped = checkpoints.discard_foreign_checkpoints(checkpoint_dir, run_hash)
+        dropped = checkpoints.discard_foreign_checkpoints(checkpoint_dir, hash_)
         if dropped:
             print(f"discarded {dropped} checkpoint(s) of a run with other settings", flush=True)
     dist.barrier()
 
-    model = build_model(preset, tokenizer, s, init_from).to(dist.device)
-    model = wrap_model(model, dist, fsdp=preset.fsdp)
-    optimizer = make_optimizer(model, s)
-    log_rows: list[dict] = []
-    start_step = 0
-    resume = checkpoints.latest_resumable(checkpoint_dir, run_hash)
-    if resume is not None:
-        dist.load_state(model, optimizer, resume["model"], resume["optimizer"])
-        start_step, log_rows = resume["step"], resume["log"]
-        torch.set_rng_state(resume["rng"])
+    model = build_model(preset, tokenizer, s, init_from)
+    if launch.activation_checkpointing:
+        model.activation_checkpointing_enable(
+            activation_checkpointing_kwargs={"use_reentrant": False})
+    model = wrap_model(model.to(dist.device), dist, fsdp=launch.fsdp,
+                       mixed_precision=s.dtype == "bf16")
+    run = Run(model, make_optimizer(model, s), s, launch, dist, Path(checkpoint_dir), hash_)
+    start_step, log_rows = run.resume()
+    if start_step and dist.is_main:
         print(f"resumed from step {start_step} of {total_steps}", flush=True)
 
     snapshot_at = snapshots.snapshot_steps(s.snapshot_fractions, total_steps)
     staging = Path(checkpoint_dir) / snapshots.SNAPSHOTS
     model.train()
-    started = time.time() - (log_rows[-1]["seconds"] if log_rows else 0.0)
-    tokens_per_step = s.global_batch_sequences * s.seq_len
+    started, tokens_per_step = time.monotonic(), s.global_batch_sequences * s.seq_len
     for step in range(start_step, total_steps):
         lr = learning_rate(step, total_steps, s)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        loss_sum = torch.zeros((), device=dist.device)
-        per_step = s.global_batch_sequences // (s.micro_batch_sequences * dist.world_size)
-        for last, batch in micro_batches(data, step, s, dist):
-            # Gradients are all-reduced only on the last micro-batch of the step.
-            with contextlib.nullcontext() if last else dist.no_sync(model):
-                with autocast_context(dist.device, s.dtype):
-                    loss = model(input_ids=batch, labels=batch).loss / per_step
-                loss.backward()
-            loss_sum += loss.detach()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), s.grad_clip)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        row = {"step": step + 1, "tokens": (step + 1) * tokens_per_step,
-               "loss": float(all_reduce_mean(loss_sum, dist)), "lr": lr,
-               "seconds": round(time.time() - started, 3)}
-        log_rows.append(row)
+        loss = run.train_step(data, step, lr)
+        log_rows.append({"step": step + 1, "tokens": (step + 1) * tokens_per_step,
+                         "loss": loss, "lr": lr})
         if dist.is_main and (step % 10 == 0 or step + 1 == total_steps):
-            rate = row["tokens"] / max(row["seconds"], 1e-9)
-            print(f"step {row['step']}/{total_steps} loss {row['loss']:.4f} lr {lr:.2e} "
+            rate = (step + 1 - start_step) * tokens_per_step / max(time.monotonic() - started,
+                                                                   1e-9)
+            print(f"step {step + 1}/{total_steps} loss {loss:.4f} lr {lr:.2e} "
                   f"{rate:,.0f} tokens/s", flush=True)
         if step + 1 in snapshot_at:
-            model_state, _ = dist.full_state(model, optimizer)
+            run.check_owner()
+            weights = full_model_state(model)
             if dist.is_main:
-                snapshots.save_snapshot(staging, snapshot_at[step + 1], model_state,
-                                        unwrap(model).config, tokenizer, run_hash, step + 1,
-                                        row["tokens"])
+                snapshots.save_snapshot(staging, snapshot_at[step + 1], weights,
+                                        unwrap(model).config, tokenizer, hash_, step + 1,
+                                        log_rows[-1]["tokens"])
             dist.barrier()
-        if (step + 1) % s.checkpoint_every == 0 or step + 1 == total_steps:
-            model_state, optim_state = dist.full_state(model, optimizer)
-            if dist.is_main:
-                checkpoints.save_checkpoint(checkpoint_dir, step + 1, {
-                    "model": model_state, "optimizer": optim_state, "step": step + 1,
-                    "log": log_rows, "rng": torch.get_rng_state(), "settings_hash": run_hash,
-                }, keep=s.average_last)
-            dist.barrier()
+        finished = step + 1 == total_steps
+        stopping = not finished and dist.any_rank(stop.requested)
+        if (step + 1) % s.checkpoint_every == 0 or finished:
+            run.save(step + 1, log_rows, checkpoints.REGULAR)
+        elif stopping:
+            run.save(step + 1, log_rows, checkpoints.PREEMPTION)
+        if stopping:
+            dist.shutdown()
+            raise Preempted(f"pre-empted at step {step + 1} of {total_steps}: checkpoint saved "
+                            f"in {checkpoint_dir}; running the job again resumes from it")
 
+    state, steps = run.averaged_full_state()
     card = {}
+    run.check_owner()
     if dist.is_main:
-        card = write_final_model(checkpoint_dir, out_dir, tokenizer, unwrap(model).config, s,
-                                 log_rows, total_steps, run_hash, device=str(dist.device),
-                                 gpus=dist.world_size if dist.device.type == "cuda" else 0)
+        card = write_final_model(out_dir, unwrap(model).config, state, steps, tokenizer, s,
+                                 log_rows, total_steps, seconds=run.seconds(),
+                                 device=str(dist.device),
+                                 gpus=dist.world_size if dist.device.type == "cuda" else 0,
+                                 snapshot_dir=staging, settings_hash=hash_)
         write_log(log_path, log_rows)
     dist.shutdown()
     return card
@@ -203,56 +330,62 @@ def unwrap(model: torch.nn.Module) -> torch.nn.Module:
     return getattr(model, "module", model)
 
 
-def write_final_model(checkpoint_dir, out_dir, tokenizer, config, s: TrainSettings,
-                      log_rows: list[dict], total_steps: int, run_hash: str = "", *,
-                      device: str = "cpu", gpus: int = 0) -> dict:
-    """Average the last checkpoints (DataMan's recipe) and save the result with the tokenizer,
-    and the run's snapshots beside it.
+def write_final_model(out_dir, config, state: dict, steps: list[int], tokenizer,
+                      s: TrainSettings, log_rows: list[dict], total_steps: int, *,
+                      seconds: float, device: str = "cpu", gpus: int = 0,
+                      snapshot_dir: Path | None = None, settings_hash: str = "") -> dict:
+    """Save the averaged weights with the tokenizer, and the run's snapshots (staged in
+    `snapshot_dir`) beside them, renamed into place when complete; the card records the run's
+    cost (`seconds` of training, resumed attempts included).
 
-    The average is loaded into a fresh single-device model, so this works the same after DDP,
+    The weights are loaded into a fresh single-device model, so this works the same after DDP,
     FSDP or single-process training.
     """
     from transformers import LlamaForCausalLM
 
-    averaged, steps = checkpoints.average_last_checkpoints(checkpoint_dir, s.average_last)
     model = LlamaForCausalLM(config)
-    model.load_state_dict(averaged)
+    model.load_state_dict(state)
     out_dir = Path(out_dir)
-    tmp = out_dir.with_name(f".{out_dir.name}.tmp")
+    tmp = out_dir.with_name(f".{out_dir.name}.tmp-{checkpoints.process_tag()}")
     shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(str(tmp))
-    tokenizer.save_pretrained(str(tmp))
-    card = {
-        "parameters": count_parameters(model),
-        "steps": total_steps,
-        "tokens": log_rows[-1]["tokens"],
-        "final_loss": log_rows[-1]["loss"],
-        "averaged_checkpoint_steps": steps,
-        "settings": asdict(s),
-        "cost": training_cost(model, s, log_rows[-1], device, gpus),
-    }
-    card["snapshots"] = snapshots.move_snapshots(
-        Path(checkpoint_dir) / snapshots.SNAPSHOTS, tmp, s.snapshot_fractions, run_hash)
-    write_json(tmp / "training_card.json", card)
-    shutil.rmtree(out_dir, ignore_errors=True)
-    os.replace(tmp, out_dir)
+    try:
+        model.save_pretrained(str(tmp))
+        tokenizer.save_pretrained(str(tmp))
+        card = {
+            "parameters": count_parameters(model),
+            "steps": total_steps,
+            "tokens": log_rows[-1]["tokens"],
+            "final_loss": log_rows[-1]["loss"],
+            "averaged_checkpoint_steps": steps,
+            "settings": asdict(s),
+            "cost": training_cost(model, s, log_rows[-1]["tokens"], seconds, device, gpus),
+        }
+        if snapshot_dir is not None:
+            card["snapshots"] = snapshots.move_snapshots(snapshot_dir, tmp,
+                                                         s.snapshot_fractions, settings_hash)
+        write_json(tmp / "training_card.json", card)
+        shutil.rmtree(out_dir, ignore_errors=True)
+        os.replace(tmp, out_dir)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return card
 
 
-def training_cost(model, s: TrainSettings, last_row: dict, device: str, gpus: int) -> dict:
+def training_cost(model, s: TrainSettings, tokens: int, seconds: float, device: str,
+                  gpus: int) -> dict:
     """FLOPs (selectlab.flops: 6ND + attention) and time of every step of the run, resumed ones
     included."""
     shape = module_shape(model, s.seq_len)
-    return cost_record("train", training_flops(shape, last_row["tokens"]),
-                       seconds=last_row["seconds"], gpus=gpus, device=device, shape=shape,
-                       tokens=last_row["tokens"])
+    return cost_record("train", training_flops(shape, tokens), seconds=seconds, gpus=gpus,
+                       device=device, shape=shape, tokens=tokens)
 
 
 def write_log(path: str | Path, rows: list[dict]) -> None:
+    """step, tokens, loss, lr per optimiser step; no wall-clock values (the file is archived
+    and must be the same bytes on a rerun; throughput goes to the job's log)."""
     import pandas as pd
 
     from selectlab.shards import atomic_path
 
     with atomic_path(path) as tmp:
-        pd.DataFrame(rows, columns=["step", "tokens", "loss", "lr", "seconds"]).to_csv(
-            tmp, index=False)
+        pd.DataFrame(rows, columns=LOG_COLUMNS).to_csv(tmp, index=False)

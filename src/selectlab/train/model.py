@@ -23,10 +23,11 @@ class ModelPreset:
     intermediate_size: int | None = None
     tie_embeddings: bool = False
     rope_theta: float = 10000.0
-    fsdp: bool = False  # shard parameters across GPUs (1B+ presets) instead of replicating them
 
     @classmethod
     def from_dict(cls, params: dict) -> ModelPreset:
+        """The architecture fields of a config preset (`fsdp` and `resources` say how it is
+        trained, not what it is)."""
         fields = {k: params[k] for k in cls.__dataclass_fields__ if k in params}
         return cls(**fields)
 
