@@ -2,8 +2,11 @@
 
 `replicates: k` at the top of the config (default 1, as the papers ran each selection once)
 or on a variant gives k runs: the variant itself and `{variant}__rep{i}` for i = 1 .. k-1.
-Replicate i has seed `replicate_seed(seed, i)`, which seeds both its selection and its model
-(a variant's pretraining seed defaults to its selection seed). A replicate that reorders or
+Replicate i selects with its own seed: derived from its own name like every variant's
+(selectlab.selection.resolve.variant_seed), or `replicate_seed(seed, i)` of a variant with a set
+`seed`. Its model trains with `model_seed`: the run's seed for replicate 0 of every variant (so
+the rows of one replicate differ only in their data), `replicate_seed(run seed, i)` for
+replicate i; a set `pretrain.seed` is shifted the same way. A replicate that reorders or
 continues another variant (a curriculum's `of`, a continued pre-training's `init_from`) uses
 that variant's replicate i when it has one, so each replicate is a whole independent chain.
 The tables report the mean of a variant's replicates and a 95% interval over them.
@@ -59,6 +62,14 @@ def replicate_seed(seed: int, index: int) -> int:
     return (int(seed) + SEED_STRIDE * index) % 2**31
 
 
+def model_seed(config: dict, name: str) -> int:
+    """The seed a model trains with unless its variant sets one: the run's, shifted for
+    replicate i >= 1 (the same for every variant's replicate i)."""
+    parsed = parse_replicate_name(name)
+    index = parsed[1] if parsed and parsed[0] in config["variants"] else 0
+    return replicate_seed(int(config["seed"]), index)
+
+
 def all_replicate_names(config: dict) -> list[str]:
     """Every replicate beyond the first of every configured variant, in config order."""
     return [name for variant in config["variants"]
@@ -75,7 +86,8 @@ def replicate_entry(config: dict, name: str) -> dict | None:
         raise ValueError(f"variant {variant!r} has {replicate_count(config, variant)} "
                          f"replicate(s); {name!r} is not one of them")
     entry = copy.deepcopy(config["variants"][variant])
-    entry["seed"] = replicate_seed(entry.get("seed", config["seed"]), index)
+    if "seed" in entry:  # else the replicate's selection seed derives from its own name
+        entry["seed"] = replicate_seed(entry["seed"], index)
     params, pretrain = entry.get("params", {}), entry.get("pretrain", {})
     if "seed" in pretrain:
         pretrain["seed"] = replicate_seed(pretrain["seed"], index)

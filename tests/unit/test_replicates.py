@@ -12,6 +12,7 @@ from selectlab.replicates import (
     base_variant,
     parse_replicate_name,
     replicate_names,
+    replicate_seed,
 )
 from selectlab.selection import resolve as select_cfg
 from selectlab.train import resolve as train_cfg
@@ -49,13 +50,21 @@ def test_names_and_counts():
 def test_each_replicate_has_its_own_selection_and_model_seed():
     config = with_replicates(3)
     seeds = {select_cfg.resolve_selection(config, n)["seed"]
-             for n in replicate_names(config, "uniform")}
-    assert len(seeds) == 3
+             for n in replicate_names(config, "uniform") + replicate_names(config, "overall_l5")}
+    assert len(seeds) == 6  # no two selections share a seed, across variants either
+    models = {variant: [train_cfg.resolve_pretrain(config, n)["settings"]["seed"]
+                        for n in replicate_names(config, variant)]
+              for variant in ("uniform", "overall_l5")}
+    # Replicate i of every variant trains with the same model seed (rows differ only in their
+    # data), replicate 0 with the run's; the replicates' model seeds differ.
+    assert models["uniform"] == models["overall_l5"]
+    assert models["uniform"][0] == config["seed"] and len(set(models["uniform"])) == 3
     for name in replicate_names(config, "overall_l5"):
         selection = select_cfg.resolve_selection(config, name)
-        model = train_cfg.resolve_pretrain(config, name)["settings"]
-        assert model["seed"] == selection["seed"]
         assert selection["method"] == "score_level"  # everything else is the variant's
+    # A variant with a set seed: its replicates shift it.
+    config["variants"]["uniform"]["seed"] = 11
+    assert select_cfg.variant_seed(config, "uniform__rep1") == replicate_seed(11, 1) != 11
     with pytest.raises(ValueError, match="replicate"):
         select_cfg.variant_entry(config, "uniform__rep3")
 

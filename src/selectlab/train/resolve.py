@@ -19,13 +19,12 @@ from selectlab import layout
 from selectlab.config import deep_merge
 from selectlab.mates.schedule import stage_schedule
 from selectlab.papers.protocols import curve_fractions
-from selectlab.replicates import replicate_names
+from selectlab.replicates import model_seed, replicate_names
 from selectlab.resources import job_shape, schema_default
 from selectlab.selection.resolve import (
     mates_settings,
     parse_stage_name,
     variant_entry,
-    variant_seed,
 )
 from selectlab.train.memory import Estimate, Launch, Shape, estimate
 from selectlab.train.model import ModelPreset
@@ -91,7 +90,10 @@ def resolve_pretrain(config: dict, name: str, snapshots: list[float] | None = No
     settings = merged_pretrain(config, name)
     for key in ("preset", "init_from", *LAUNCH_SETTINGS):
         settings.pop(key, None)
-    settings.setdefault("seed", variant_seed(config, name))
+    # One model seed for every variant (the run's), so two rows differ only in their data; the
+    # selection seed is the variant's own (selection.resolve.variant_seed). Replicate i of every
+    # variant trains with the run's seed shifted for i (selectlab.replicates.model_seed).
+    settings.setdefault("seed", model_seed(config, name))
     if snapshots:
         settings["snapshot_fractions"] = list(snapshots)
     stage = parse_stage_name(config, name)
