@@ -1,8 +1,13 @@
 # selectlab: raw corpus shards -> judgments -> raters -> per-shard annotation -> selection
 # variants -> pretraining -> evaluation -> tables, figures, report and archive.
+import sys
+
 from snakemake.utils import min_version
 
-from selectlab.schema import validate_config
+from selectlab import layout
+from selectlab.config_errors import validate
+from selectlab.crossref import check_config
+from selectlab.lifecycle import RERUN_ADVICE, export_supervisor
 from selectlab.selection import grids
 
 min_version("9.0")
@@ -16,18 +21,23 @@ if not workflow.overwrite_configfiles:
 
 
 # Each schema file read once for both checks (Snakemake's validate re-reads a file per
-# cross-file reference); defaults fill in as with Snakemake's.
+# cross-file reference); defaults fill in as with Snakemake's. A config that breaks the schema
+# stops the plan with one line per problem (selectlab.config_errors).
 SCHEMA_DIR = f"{workflow.basedir}/config/schema"
-validate_config(config, f"{SCHEMA_DIR}/config.schema.yaml")
+validate(config, f"{SCHEMA_DIR}/config.schema.yaml")
 
 # Variant grids become plain variants here, once, so every rule and resolver sees only those;
 # the variants a grid produces are checked like written-out ones.
-validate_config(
+validate(
     grids.grid_variants(config["variants"]),
     f"{SCHEMA_DIR}/variant_set.schema.yaml",
     "a variant of a grid",
 )
 config["variants"] = grids.expand_variants(config["variants"])
+# Names and sizes the config refers to, grid variants included, before any job is planned.
+check_config(config, layout.run_dir(config["run"]))
+# Jobs started from here stop if this process is killed (selectlab.lifecycle).
+export_supervisor()
 
 
 include: "rules/common.smk"
@@ -52,3 +62,7 @@ rule all:
     default_target: True
     input:
         final_targets(),
+
+
+onerror:
+    print(RERUN_ADVICE, file=sys.stderr)

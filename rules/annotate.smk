@@ -59,7 +59,8 @@ ANNOTATE_COMMAND = (
     "selectlab annotate run --family {wildcards.family} --params {params.cfg:q}"
     " --throughput {resources.throughput:q} --shard-files {params.shard_files:q}"
     " --meta-dir {params.meta_dir} --fitted {input.fitted}"
-    " --max-doc-chars {params.max_doc_chars} --gpus {resources.gpu} --threads {threads}"
+    " --max-doc-chars {params.max_doc_chars} --id-root {params.id_root:q}"
+    " --gpus {resources.gpu} --threads {threads}"
     " --out-dir {params.out_dir} --stats {output.stats} > {log} 2>&1"
 )
 
@@ -89,6 +90,7 @@ rule annotate:
         meta_dir=parent_dir_of_input("meta"),
         out_dir=parent_dir("sidecar"),
         max_doc_chars=MAX_DOC_CHARS,
+        id_root=lambda w: corpus_cfg.id_root(config, SHARD_FILES[w.shard]),
     shell:
         ANNOTATE_COMMAND
 
@@ -124,6 +126,9 @@ if ANNOTATE_BATCHES:
             meta_dir=parent_dir_of_input("meta"),
             out_dir=parent_dir("sidecars"),
             max_doc_chars=MAX_DOC_CHARS,
+            id_root=lambda w: corpus_cfg.id_root(
+                config, SHARD_FILES[ANNOTATE_BATCHES[w.batch][0]]
+            ),
         shell:
             ANNOTATE_COMMAND
 

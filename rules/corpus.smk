@@ -5,6 +5,10 @@ SHARD_FILES = corpus_cfg.shard_files(config, RUN)
 SHARDS = list(SHARD_FILES)
 SPLITS = list(corpus_cfg.SPLITS)
 MAX_DOC_CHARS = corpus_cfg.max_doc_chars(config)
+# Records without an id are named relative to the pool's root, the same in every job that
+# reads them (a params function of a rule whose input `raw` lists raw files).
+ID_ROOT = lambda wildcards, input: corpus_cfg.id_root(config, input.raw)
+ON_DAMAGED_FILE = corpus_cfg.damaged_file_policy(config)
 RAW_SHARD_FILES = lambda wildcards: SHARD_FILES[wildcards.shard]
 
 
@@ -109,16 +113,21 @@ rule tokenize_shard:
         **rule_resources("tokenize_shard"),
     params:
         max_doc_chars=MAX_DOC_CHARS,
+        id_root=ID_ROOT,
+        on_damaged_file=ON_DAMAGED_FILE,
     shell:
         "selectlab tokens encode --inputs {input.raw} --tokenizer {input.tokenizer}"
         " --shard {wildcards.shard} --max-doc-chars {params.max_doc_chars}"
+        " --id-root {params.id_root:q} --on-damaged-file {params.on_damaged_file}"
         " --out-tokens {output.tokens} --out-meta {output.meta} --report {output.report}"
         " --quarantine {output.quarantine} > {log} 2>&1"
 
 
+# Also where the pool's document ids are checked to be unique across shards.
 rule read_report:
     input:
-        expand(layout.shard_read_report(RUN), shard=SHARDS),
+        reports=expand(layout.shard_read_report(RUN), shard=SHARDS),
+        meta=expand(layout.meta_sidecar(RUN), shard=SHARDS),
     output:
         report(
             layout.read_report(RUN),
@@ -133,4 +142,5 @@ rule read_report:
     resources:
         **rule_resources("read_report"),
     shell:
-        "selectlab corpus read-report --reports {input} --out {output} > {log} 2>&1"
+        "selectlab corpus read-report --reports {input.reports} --meta {input.meta}"
+        " --out {output} > {log} 2>&1"

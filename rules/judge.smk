@@ -3,6 +3,7 @@
 # train on. The sqlite cache next to the outputs is not declared, so a failed or re-run job
 # keeps every finished judgment.
 from selectlab.judge import resolve as judge_cfg
+from selectlab.report.plan import JUDGE_FAILURES
 
 PROTOCOLS = judge_cfg.configured_protocols(config)
 JUDGE_SHARDS = judge_cfg.candidate_shards(
@@ -44,9 +45,11 @@ rule judge_sample:
     params:
         cfg=lambda w: json_param(judge_cfg.resolve_sample(config, w.protocol)),
         shard_files=json_param({shard: SHARD_FILES[shard] for shard in JUDGE_SHARDS}),
+        id_root=ID_ROOT,
     shell:
         "selectlab judge sample --meta {input.meta} --shard-files {params.shard_files:q}"
-        " --tokenizer {input.tokenizer} --params {params.cfg:q} --out {output} > {log} 2>&1"
+        " --tokenizer {input.tokenizer} --id-root {params.id_root:q} --params {params.cfg:q}"
+        " --out {output} > {log} 2>&1"
 
 
 rule judge:
@@ -78,3 +81,24 @@ rule judge:
         " --gpus {resources.gpu} --cache {params.cache}"
         " --out-judgments {output.judgments} --out-labels {output.labels}"
         " --out-summary {output.summary} > {log} 2>&1"
+
+
+# Failed judgments per protocol (counts only, no timings): shown in the report, archived.
+rule judge_failures:
+    input:
+        expand(layout.judge_summary(RUN), protocol=PROTOCOLS),
+    output:
+        csv=layout.table(RUN, JUDGE_FAILURES, "csv"),
+        md=layout.table(RUN, JUDGE_FAILURES, "md"),
+    log:
+        layout.log(RUN, "judge_failures"),
+    container:
+        CONTAINERS["cpu"]
+    threads: rule_threads("judge_failures")
+    resources:
+        **rule_resources("judge_failures"),
+    params:
+        notes=json_param(JUDGE_NOTES),
+    shell:
+        "selectlab judge failures --summaries {input} --notes {params.notes:q}"
+        " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"

@@ -129,7 +129,9 @@ rule environment:
 
 rule provenance:
     input:
-        expand(layout.shard_read_report(RUN), shard=SHARDS),
+        reports=expand(layout.shard_read_report(RUN), shard=SHARDS),
+        # The embedded corpus's inputs: packages, versions, checksums.
+        build=corpus_cfg.build_stats_inputs(config, RUN),
     output:
         layout.provenance(RUN),
     log:
@@ -142,9 +144,10 @@ rule provenance:
     params:
         # A function, so braces in config values (the chat template) are not read as wildcards.
         cfg=lambda w: json_param(config),
+        build=optional_flag("--corpus-build", "build"),
     shell:
-        "selectlab report provenance --params {params.cfg:q} --reports {input}"
-        " --out {output} > {log} 2>&1"
+        "selectlab report provenance --params {params.cfg:q} --reports {input.reports}"
+        " {params.build} --out {output} > {log} 2>&1"
 
 
 rule archive:
@@ -154,6 +157,7 @@ rule archive:
         rules.html_report.output,
         rules.provenance.output,
         layout.read_report(RUN),
+        rules.judge_failures.output,
         expand(layout.environment(RUN), env=ENVIRONMENTS),
         expand(layout.selection_manifest(RUN), variant=VARIANTS),
         EVAL_RESULTS,

@@ -5,12 +5,22 @@ real SlimPajama files share one set of bad-input rules. A line that cannot becom
 skipped, counted by reason in a `ReadReport`, and (optionally) copied to a quarantine file; the
 reader is deterministic, so two passes over the same shard yield the same documents in the same
 order and sidecars can be aligned by id.
+
+A damaged file (a truncated zstd frame or gzip stream, corrupt compressed data, a file that is
+not in its extension's format) is detected where the decoder stops, and named with the
+compressed byte offset and the last whole line read (`selectlab.decode`). The policy decides
+what follows: `stop` raises `DamagedFileError` at once; `quarantine` keeps the documents read
+before the damage, records the file in the report (`damaged_files`) and the quarantine file,
+and goes on with the next file.
+
+A record without an `id` gets `<path relative to id_root>:<line>`: SlimPajama repeats file
+names in every chunk directory (`chunk1/example_train_0.jsonl.zst`, `chunk2/...`), so the
+directory must be part of the id for it to be unique in the pool.
 """
 
 from __future__ import annotations
 
 import contextlib
-import gzip
 import hashlib
 import io
 import json
@@ -21,8 +31,13 @@ from pathlib import Path
 
 import zstandard
 
+from selectlab.decode import Damage, DamagedFileError, DecodedLines, open_binary
+
+__all__ = ["Damage", "DamagedFileError", "open_binary"]
+
 REASONS = ("malformed_json", "missing_field", "non_utf8", "empty_text", "too_long", "duplicate_id")
 QUARANTINE_SNIPPET_BYTES = 2000
+DAMAGE_POLICIES = ("stop", "quarantine")
 
 
 @dataclass(frozen=True)
@@ -46,6 +61,7 @@ class ReadReport:
     documents: int = 0
     skipped: dict[str, int] = field(default_factory=lambda: dict.fromkeys(REASONS, 0))
     examples: list[dict] = field(default_factory=list)  # first few skipped lines, for the log
+    damaged_files: list[dict] = field(default_factory=list)  # file, offset, line, error
 
     def skip(self, reason: str, where: str) -> None:
         self.skipped[reason] += 1
@@ -58,22 +74,6 @@ class ReadReport:
 
     def to_dict(self) -> dict:
         return asdict(self) | {"n_skipped": self.n_skipped}
-
-
-@contextlib.contextmanager
-def open_binary(path: str | Path):
-    """Open a .jsonl, .jsonl.gz or .jsonl.zst file for reading as a binary line stream."""
-    path = str(path)
-    if path.endswith(".zst"):
-        with open(path, "rb") as raw:
-            reader = zstandard.ZstdDecompressor().stream_reader(raw)
-            yield io.BufferedReader(reader, buffer_size=1 << 20)
-    elif path.endswith(".gz"):
-        with gzip.open(path, "rb") as handle:
-            yield handle
-    else:
-        with open(path, "rb") as handle:
-            yield handle
 
 
 def _parse_line(raw: bytes) -> tuple[dict | None, str | None]:
@@ -114,46 +114,77 @@ def iter_documents(
     report: ReadReport,
     *,
     max_chars: int = 10_000_000,
-    id_prefix: str | None = None,
+    id_root: str | Path | None = None,
     quarantine: io.TextIOBase | None = None,
+    on_damaged_file: str = "quarantine",
 ) -> Iterator[Document]:
     """Yield valid documents of one shard (one or more files), counting every skipped line.
 
-    Records without an `id` get `<file stem>:<line number>`, which is stable across passes.
+    Records without an `id` get `<path relative to id_root>:<line number>` (the path as given
+    without a root), which is stable across passes and unique across a pool's files. A damaged
+    file is handled by `on_damaged_file` (see the module docstring).
     """
+    if on_damaged_file not in DAMAGE_POLICIES:
+        raise ValueError(f"on_damaged_file must be one of {DAMAGE_POLICIES}, "
+                         f"not {on_damaged_file!r}")
     seen: set[str] = set()
     for path in paths:
-        stem = id_prefix or Path(path).name.split(".")[0]
-        with open_binary(path) as handle:
-            for line_no, raw in enumerate(handle, start=1):
-                if not raw.strip():
-                    continue
-                report.lines += 1
-                where = f"{Path(path).name}:{line_no}"
-                record, reason = _parse_line(raw.rstrip(b"\r\n"))
-                if record is not None:
-                    reason = _validate(record, max_chars)
-                doc_id = None
-                if reason is None:
-                    doc_id = str(record.get("id") or f"{stem}:{line_no}")
-                    if doc_id in seen:
-                        reason = "duplicate_id"
-                if reason is not None:
-                    report.skip(reason, where)
-                    if quarantine is not None:
-                        snippet = raw[:QUARANTINE_SNIPPET_BYTES].decode("utf-8", "replace")
-                        quarantine.write(json.dumps({"where": where, "reason": reason,
-                                                     "raw": snippet}) + "\n")
-                    continue
-                seen.add(doc_id)
-                report.documents += 1
-                meta = record["meta"]
-                yield Document(
-                    id=doc_id,
-                    text=record["text"],
-                    set_name=meta["redpajama_set_name"],
-                    source_detail=str(meta.get("source_detail", "")),
-                )
+        name = id_name(path, id_root)
+        lines = DecodedLines(path)
+        for line_no, raw in lines:
+            if not raw.strip():
+                continue
+            report.lines += 1
+            where = f"{name}:{line_no}"
+            record, reason = _parse_line(raw.rstrip(b"\r\n"))
+            if record is not None:
+                reason = _validate(record, max_chars)
+            doc_id = None
+            if reason is None:
+                doc_id = str(record.get("id") or where)
+                if doc_id in seen:
+                    reason = "duplicate_id"
+            if reason is not None:
+                report.skip(reason, where)
+                _quarantine(quarantine, where, reason, raw)
+                continue
+            seen.add(doc_id)
+            report.documents += 1
+            meta = record["meta"]
+            yield Document(
+                id=doc_id,
+                text=record["text"],
+                set_name=meta["redpajama_set_name"],
+                source_detail=str(meta.get("source_detail", "")),
+            )
+        if lines.damage is not None:
+            _damaged(report, quarantine, lines.damage, on_damaged_file)
+
+
+def id_name(path: str | Path, id_root: str | Path | None) -> str:
+    """The file part of a document id: its path relative to `id_root`, in POSIX form."""
+    if id_root is None:
+        return Path(path).as_posix()
+    return Path(os.path.relpath(path, id_root)).as_posix()
+
+
+def _quarantine(quarantine: io.TextIOBase | None, where: str, reason: str, raw: bytes,
+                **extra) -> None:
+    if quarantine is not None:
+        snippet = raw[:QUARANTINE_SNIPPET_BYTES].decode("utf-8", "replace")
+        quarantine.write(json.dumps({"where": where, "reason": reason, "raw": snippet}
+                                    | extra) + "\n")
+
+
+def _damaged(report: ReadReport, quarantine: io.TextIOBase | None, damage: Damage,
+             policy: str) -> None:
+    if policy == "stop":
+        raise DamagedFileError(f"{damage.describe()}. Replace the file (download it again), "
+                               "or set corpus.reader.on_damaged_file: quarantine to keep the "
+                               "documents before the damage and count the file as damaged.")
+    report.damaged_files.append(damage.as_record())
+    _quarantine(quarantine, f"{damage.path}@{damage.offset}", "damaged_file", damage.partial,
+                error=damage.error, after_line=damage.line)
 
 
 def read_all(paths: Iterable[str | Path], **kwargs) -> tuple[list[Document], ReadReport]:

@@ -109,9 +109,14 @@ def tokenize_shard(
     out_quarantine: str | Path,
     *,
     max_chars: int,
+    id_root: str | Path | None = None,
+    on_damaged_file: str = "stop",
     batch_size: int = 512,
 ) -> ReadReport:
     """Read one shard through the validating reader and write its tokens, meta sidecar and report.
+
+    This is the first read of every shard, so the damaged-file policy is applied here; later
+    readers meet only files this one accepted.
 
     The token array is assembled in memory: one shard's ids are a few hundred MB at most at full
     scale, and `np.save` needs the final length up front.
@@ -124,7 +129,8 @@ def tokenize_shard(
     offset = 0
     Path(out_quarantine).parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(out_quarantine) as quarantine_tmp, open(quarantine_tmp, "w") as quarantine:
-        docs = iter_documents(inputs, report, max_chars=max_chars, quarantine=quarantine)
+        docs = iter_documents(inputs, report, max_chars=max_chars, id_root=id_root,
+                              quarantine=quarantine, on_damaged_file=on_damaged_file)
         for batch in batched(docs, batch_size):
             for doc, ids in zip(batch, encode_texts(tokenizer, [d.text for d in batch]),
                                 strict=True):

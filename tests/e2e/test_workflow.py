@@ -1,7 +1,9 @@
 """The whole workflow on the tests-only config: real files with real contents.
 
 One module-scoped run of `snakemake` on `.test/config.yaml` (results under results/test/) feeds
-every assertion below; the incremental-rerun and archive-reproducibility checks run after it.
+every assertion below; the incremental-rerun and archive-reproducibility checks run after it,
+and last a second run from scratch that must give the same selections and the same archive
+bytes.
 """
 
 from __future__ import annotations
@@ -308,9 +310,28 @@ def test_a_changed_raw_shard_reruns_its_tokenisation_and_every_family_of_its_ann
 
 def test_read_report_counts_every_line(run_dir):
     report = pd.read_csv(run_dir / "tables/read_report.csv")
-    skipped = report.drop(columns=["shard", "lines", "documents", "tokens"]).sum(axis=1)
-    assert (report["lines"] == report["documents"] + skipped).all()
+    skipped = report.drop(columns=["shard", "lines", "documents", "tokens", "damaged_files"])
+    assert (report["lines"] == report["documents"] + skipped.sum(axis=1)).all()
+    assert (report["damaged_files"] == 0).all()
     assert len(report) == len(list((run_dir / "corpus/reports").glob("*.json")))
+
+
+def test_report_and_archive_state_judge_failures_and_corpus_inputs(run_dir, config):
+    failures = pd.read_csv(run_dir / "tables/judge_failures.csv")
+    summaries = {path.parent.name: pd.read_csv(path)
+                 for path in (run_dir / "judgments").glob("*/summary.csv")}
+    assert sorted(failures["protocol"]) == sorted(summaries)
+    for row in failures.itertuples():
+        overall = summaries[row.protocol].set_index("criterion").loc["all"]
+        assert row.queries == overall["queries"] and row.backend_error == overall["backend_error"]
+        assert row.failure_rate <= config["judge"].get("max_failure_rate", 0.05)
+    members = read_archive(run_dir / f"archive/selectlab-{config['run']}.tar.gz")
+    assert "tables/judge_failures.csv" in members
+    assert "Judgments that failed, per judge protocol" in (run_dir / "report/report.html"
+                                                           ).read_text()
+    inputs = json.loads(members["provenance/provenance.json"])["corpus_inputs"]
+    assert set(inputs) == set(config["corpus"]["embedded"]["sources"])
+    assert inputs["web"]["debian"]["coreutils"] and inputs["code"]["files"]["files"] > 100
 
 
 def test_mates_sees_the_planted_damage_and_selects_less_of_it_than_uniform(run_dir, config):
@@ -401,3 +422,25 @@ def test_cost_tables_count_every_model_stage_with_the_flops_of_each_job(run_dir,
     table2 = pd.read_csv(run_dir / "tables/cost_metarater_table2.csv").set_index("item")
     main = table2.filter(like="pre-training tiny", axis=0)
     assert float(main["ratio"].iloc[0]) == pytest.approx(1.0)
+
+
+def test_a_second_run_from_scratch_gives_the_same_selections_and_archive_bytes(run_dir, config):
+    # Same seed, same inputs, same bytes. The first run moves aside, so the second one runs in
+    # the same place (paths, git state) with nothing to reuse; it then stays as the run.
+    first = run_dir.parent / f".{config['run']}-first"
+    shutil.rmtree(first, ignore_errors=True)
+    run_dir.rename(first)
+    try:
+        result = snakemake()
+        assert result.returncode == 0, result.stderr[-5000:]
+        for variant in config["variants"]:
+            ids = [pd.read_parquet(d / f"selections/{variant}/selection.parquet")["id"].tolist()
+                   for d in (first, run_dir)]
+            assert ids[0] == ids[1], f"the two runs selected different documents for {variant}"
+        name = f"archive/selectlab-{config['run']}.tar.gz"
+        changed = manifest_lines(first / name) ^ manifest_lines(run_dir / name)
+        members = sorted({line.split("  ", 1)[1] for line in changed})
+        assert not members, f"archive members that differ between the two runs: {members}"
+        assert (first / name).read_bytes() == (run_dir / name).read_bytes()
+    finally:
+        shutil.rmtree(first, ignore_errors=True)

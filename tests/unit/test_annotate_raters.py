@@ -22,6 +22,7 @@ from selectlab.annotate.dataman_generation import (
 from selectlab.annotate.rater_family import RaterAnnotator, arrow_columns, sidecar_schema
 from selectlab.annotate.registry import build_annotator, family_kind
 from selectlab.annotate.runner import annotate_shard
+from selectlab.errors import StageError
 from selectlab.judge.backends import Completion, CompletionRequest
 from selectlab.judge.dataman import CRITERIA, DOMAINS
 from selectlab.judge.parse import failure
@@ -287,10 +288,11 @@ def test_generative_dataman_keeps_every_row_and_says_why_one_is_missing(tmp_path
     annotator = GenerativeDataManAnnotator(generative_dir, RetryPolicy(2, 0.7), gpus=0)
     annotator.setup()
     assert annotator.schema.names == ["overall_score", "status", "missing_reason"]
-    # The tiny LM is untrained: whatever it writes, each row is a score or a recorded failure.
+    # The tiny LM is untrained: whatever it writes, each row is a score or a recorded failure
+    # (any share of failures accepted here; the threshold is tested with the runner).
     out = tmp_path / "real" / "s.parquet"
     annotate_shard([shard], meta, annotator, out, family="dataman", shard="s", batch_size=4,
-                   max_chars=100_000)
+                   max_chars=100_000, max_failure_rate=1.0)
     real = pq.read_table(out).to_pandas()
     assert len(real) == 9 and real["status"].isin(["ok", "parse_error"]).all()
     assert (real["overall_score"].notna() == (real["status"] == "ok")).all()
@@ -305,10 +307,16 @@ def test_generative_dataman_keeps_every_row_and_says_why_one_is_missing(tmp_path
          for i, p in enumerate(prompts)})
     out = tmp_path / "scripted" / "s.parquet"
     annotate_shard([shard], meta, scripted, out, family="dataman", shard="s", batch_size=4,
-                   max_chars=100_000)
+                   max_chars=100_000, max_failure_rate=0.5)
     sidecar = pq.read_table(out)
     assert sidecar.column("id").to_pylist() == pq.read_table(meta).column("id").to_pylist()
     assert sidecar.column("overall_score").to_pylist() == [5, 2, None] * 3
     assert sidecar.column("status").to_pylist() == ["ok", "ok", "parse_error"] * 3
     reasons = sidecar.column("missing_reason").to_pylist()
     assert reasons[0] is None and "not an overall score" in reasons[2]
+    # A third of the documents without ratings is more than the default 5% allows.
+    scripted.failures.clear()
+    with pytest.raises(StageError, match=r"annotate dataman s: 3 of 9 documents got no value "
+                                         r"\(33.3%, above the family's max_failure_rate 5.0%\)"):
+        annotate_shard([shard], meta, scripted, tmp_path / "strict" / "s.parquet",
+                       family="dataman", shard="s", batch_size=4, max_chars=100_000)

@@ -216,3 +216,39 @@ def test_one_job_scores_several_shards_into_one_sidecar_each(tmp_path):
         assert (tmp_path / "together" / f"{name}.parquet").read_bytes() == (
             alone / f"{name}.parquet").read_bytes()
         assert entry["documents"] == len(read_all([shards[name]])[0])
+
+
+class FailingModel(SignalsAnnotator):
+    """Signals, plus a model failure for every `every`-th document (as a generative rater
+    records an unparseable answer: the row stays, with a reason)."""
+
+    def __init__(self, every: int):
+        super().__init__()
+        self.every, self.seen, self.failed = every, 0, 0
+
+    def annotate_batch(self, docs):
+        for _ in docs:
+            self.seen += 1
+            self.failed += self.seen % self.every == 0
+        return super().annotate_batch(docs)
+
+    def failure_counts(self):
+        return {"parse_error: no parseable rating in 3 attempt(s)": self.failed}
+
+
+def test_a_shard_whose_model_failures_pass_the_threshold_is_not_written(tmp_path):
+    from selectlab.errors import StageError
+
+    shard = big_shard(tmp_path / "raw.jsonl.zst", 40, 30)
+    write_meta(shard, tmp_path / "meta.parquet")
+    out = tmp_path / "sidecar.parquet"
+    with pytest.raises(StageError, match=r"annotate dataman s: 10 of 40 documents got no value "
+                                         r"\(25.0%, above the family's max_failure_rate 5.0%\); "
+                                         r"the sidecar was not written. Most frequent causes:\n"
+                                         r"  10 x parse_error: no parseable rating in 3 "):
+        annotate_shard([shard], tmp_path / "meta.parquet", FailingModel(4), out,
+                       family="dataman", shard="s", batch_size=8, max_chars=100_000)
+    assert not out.exists() and not list(tmp_path.glob(".sidecar*"))
+    annotate_shard([shard], tmp_path / "meta.parquet", FailingModel(40), out, family="dataman",
+                   shard="s", batch_size=8, max_chars=100_000)
+    assert pq.read_metadata(out).num_rows == 40  # 1 in 40 is below the threshold

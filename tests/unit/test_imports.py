@@ -20,7 +20,8 @@ PLANNING_MODULES = ["selectlab.layout", "selectlab.resources", "selectlab.schema
                     "selectlab.train.partitions", "selectlab.train.launch",
                     "selectlab.evaluate.resolve", "selectlab.evaluate.sizing",
                     "selectlab.instruct.resolve", "selectlab.report.plan",
-                    "selectlab.mates.schedule", "selectlab.mates.plan", "selectlab.cost.roles"]
+                    "selectlab.mates.schedule", "selectlab.mates.plan", "selectlab.cost.roles",
+                    "selectlab.config_errors", "selectlab.crossref", "selectlab.lifecycle"]
 
 
 def modules() -> dict[str, Path]:

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from conftest import save_random_llama
 
+from selectlab.errors import StageError
 from selectlab.judge import prrc, qurating
 from selectlab.judge.openai_backend import OpenAIJudge
 from selectlab.judge.parse import BACKEND_ERROR, OK
@@ -87,12 +88,15 @@ def pointwise(n: int) -> pd.DataFrame:
 
 
 PRRC_SHORT = prrc.Settings(dimensions=("readability",), max_tokens=6)
+# The random tiny model rarely writes a parseable score: these tests are about the transport,
+# so every answer counts, failed or not (the threshold has tests of its own).
+RECORD_ALL = {"max_failure_rate": 1.0}
 
 
 def test_retries_on_429_500_and_dropped_connections(serve, tmp_path):
     server = serve(Faults(fail_first=3, fail_statuses=(429, 500), drop_first=2))
     result = run_protocol("prrc", pointwise(6), PRRC_SHORT, client(server.url),
-                          tmp_path / "c.sqlite", RunSettings(max_attempts=1))
+                          tmp_path / "c.sqlite", RunSettings(max_attempts=1, **RECORD_ALL))
     assert not (result.judgments["status"] == BACKEND_ERROR).any()
     stats = server.server.stats.as_dict()
     assert stats == {"requests": 11, "served": 6, "failed": 3, "dropped": 2}
@@ -102,26 +106,37 @@ def test_retries_on_429_500_and_dropped_connections(serve, tmp_path):
 def test_gives_up_after_max_attempts_with_a_clear_error(serve, tmp_path):
     server = serve(Faults(fail_first=100, fail_statuses=(503,)))
     result = run_protocol("prrc", pointwise(2), PRRC_SHORT, client(server.url, max_attempts=3),
-                          tmp_path / "c.sqlite", RunSettings())
+                          tmp_path / "c.sqlite", RunSettings(**RECORD_ALL))
     assert (result.judgments["status"] == BACKEND_ERROR).all()
     assert result.judgments["error"].str.contains("gave up after 3 attempts: HTTP 503").all()
     assert server.server.stats.requests == 6
+    with pytest.raises(StageError) as failed:
+        run_protocol("prrc", pointwise(2), PRRC_SHORT, client(server.url, max_attempts=3),
+                     tmp_path / "c.sqlite", RunSettings())
+    message = str(failed.value)
+    assert message.startswith("judge prrc: 2 of 2 judgments failed (100.0%, above "
+                              "judge.max_failure_rate 5.0%); no labels were written.")
+    assert f"at {server.url}" in message
+    assert "2 x openai: gave up after 3 attempts: HTTP 503 from /chat/completions" in message
 
 
 def test_a_dying_endpoint_keeps_finished_work_and_the_rerun_asks_only_the_rest(serve, tmp_path):
     cache = tmp_path / "cache.sqlite"
     dying = serve(Faults(fail_after=4))
     first = run_protocol("prrc", pointwise(10), PRRC_SHORT, client(dying.url, max_attempts=2),
-                         cache, RunSettings(max_attempts=1, batch_size=5))
+                         cache, RunSettings(max_attempts=1, batch_size=5, **RECORD_ALL))
     finished = first.judgments[first.judgments["status"] != BACKEND_ERROR]
     assert len(finished) == 4 and (first.judgments["status"] == BACKEND_ERROR).sum() == 6
     healthy = serve()
     second = run_protocol("prrc", pointwise(10), PRRC_SHORT, client(healthy.url), cache,
-                          RunSettings(max_attempts=1, batch_size=5))
-    assert second.queried == 6 and healthy.server.stats.served == 6
+                          RunSettings(max_attempts=1, batch_size=5, **RECORD_ALL))
+    # Answers were cached whatever they said; failures (here also unparseable ones) were not.
+    asked = 10 - int((finished["status"] == OK).sum())
+    assert second.queried == asked and healthy.server.stats.served == asked
     assert not (second.judgments["status"] == BACKEND_ERROR).any()
-    kept = second.judgments.set_index("doc_id").loc[finished["doc_id"], "raw_response"]
-    assert kept.tolist() == finished["raw_response"].tolist()
+    answered = finished[finished["status"] == OK]
+    kept = second.judgments.set_index("doc_id").loc[answered["doc_id"], "raw_response"]
+    assert kept.tolist() == answered["raw_response"].tolist()
 
 
 def test_api_key_is_sent_but_never_written(serve, tmp_path, monkeypatch, caplog):
@@ -130,7 +145,7 @@ def test_api_key_is_sent_but_never_written(serve, tmp_path, monkeypatch, caplog)
     caplog.set_level(logging.DEBUG)
     judge = client(server.url, api_key_env="JUDGE_TEST_KEY")
     result = run_protocol("prrc", pointwise(3), PRRC_SHORT, judge, tmp_path / "c.sqlite",
-                          RunSettings())
+                          RunSettings(**RECORD_ALL))
     assert not (result.judgments["status"] == BACKEND_ERROR).any()
     result.judgments.to_parquet(tmp_path / "judgments.parquet")
     result.summary.to_csv(tmp_path / "summary.csv")
@@ -140,7 +155,7 @@ def test_api_key_is_sent_but_never_written(serve, tmp_path, monkeypatch, caplog)
     monkeypatch.setenv("JUDGE_TEST_KEY", "sk-wrong")
     wrong = run_protocol("prrc", pointwise(1), PRRC_SHORT,
                          client(server.url, api_key_env="JUDGE_TEST_KEY"),
-                         tmp_path / "other.sqlite", RunSettings())
+                         tmp_path / "other.sqlite", RunSettings(**RECORD_ALL))
     row = wrong.judgments.iloc[0]
     assert row["status"] == BACKEND_ERROR and "HTTP 401" in row["error"]
     assert "sk-wrong" not in row["error"]
@@ -173,7 +188,7 @@ def test_sampled_answers_without_logprobs(serve, tmp_path):
     settings = qurating.Settings(("writing_style",), use_logprobs=False,
                                  samples_without_logprobs=3)
     result = run_protocol("qurating", _pairs(), settings, client(server.url, logprobs=False),
-                          tmp_path / "c.sqlite", RunSettings(max_attempts=1))
+                          tmp_path / "c.sqlite", RunSettings(max_attempts=1, **RECORD_ALL))
     assert not (result.judgments["status"] == BACKEND_ERROR).any()
     assert all(len(eval_texts(raw)) == 3 for raw in result.judgments["raw_response"])
 

@@ -151,3 +151,15 @@ def test_sample_command_writes_the_table(shards, tiny_tokenizer_dir, tmp_path):
                  "--tokenizer", str(tiny_tokenizer_dir), "--params", json.dumps(params),
                  "--out", str(out)]) == 0
     assert len(pd.read_parquet(out)) == 8
+
+
+def test_candidate_shards_sharing_an_id_are_refused(tmp_path):
+    from selectlab.judge.sample import read_meta
+
+    for shard in ("shard_00000", "shard_00001"):
+        pd.DataFrame({"id": ["example_train_0:1", f"{shard}-x"], "set_name": "S",
+                      "source_detail": "", "n_tokens": 5}).to_parquet(tmp_path / f"{shard}.parquet")
+    with pytest.raises(ValueError, match=r"1 document ids occur more than once among the "
+                                         r"candidate shards \(e.g. 'example_train_0:1' in "
+                                         r"\['shard_00000', 'shard_00001'\]\)"):
+        read_meta(sorted(tmp_path.glob("*.parquet")))

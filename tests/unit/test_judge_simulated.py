@@ -157,7 +157,7 @@ def test_every_answer_malformed_means_every_query_fails_cleanly(tmp_path):
     docs = population(20)
     result = run_protocol("prrc", pointwise_sample(docs), prrc.Settings(),
                           judge(docs, malformed_rate=1.0), tmp_path / "c.sqlite",
-                          RunSettings(max_attempts=2))
+                          RunSettings(max_attempts=2, max_failure_rate=1.0))
     assert len(result.judgments) == 4 * len(docs)
     assert (result.judgments["status"] == PARSE_ERROR).all()
     assert result.labels.empty and result.labels.columns.tolist() == prrc.LABEL_COLUMNS
@@ -169,7 +169,7 @@ def test_unknown_documents_are_backend_errors(tmp_path):
     sample = pointwise_sample(docs)
     sample.loc[0, "doc_id"] = "not-in-ground-truth"
     result = run_protocol("dataman", sample, dataman.Settings(), judge(population(5)),
-                          tmp_path / "c.sqlite", RunSettings())
+                          tmp_path / "c.sqlite", RunSettings(max_failure_rate=1.0))
     row = result.judgments.iloc[0]
     assert row["status"] == BACKEND_ERROR and "no ground truth" in row["error"]
 

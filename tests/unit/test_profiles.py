@@ -225,6 +225,10 @@ def test_a_pretraining_job_that_cannot_fit_its_gpus_stops_the_plan(tmp_path):
     config["models"]["presets"]["llama7b"].update(hidden_size=8192, num_heads=64,
                                                   num_layers=80)
     config["pretrain"] |= {"seq_len": 4096, "micro_batch_sequences": 8}
+    # Budgets of at least one global batch of these longer sequences (checked at plan time too).
+    config["selection"]["budget_tokens"] = 2 * 256 * 4096
+    for search in config["metarater"]["searches"].values():
+        search["budget_tokens"] = 2 * 256 * 4096
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     result = dry_run(tmp_path, ["results/sizing/models/huge/final"])
     assert result.returncode != 0

@@ -155,3 +155,24 @@ def test_configs_only_read_sidecars_their_annotation_writes(name):
     families = set(config["annotate"]["families"])
     for variant in list(config["variants"]) + cfg.proxy_variant_names(config):
         assert set(cfg.selection_raters(config, variant)) <= families, variant
+
+
+def test_each_variant_selects_with_its_own_seed_and_trains_with_the_runs():
+    # Issue: one seed for all variants made top-k tie-breaks and level draws reuse uniform's
+    # random keys. Each variant's selection seed is derived from the run seed and its name.
+    config = load("paper")
+    names = list(config["variants"])
+    seeds = {name: cfg.variant_seed(config, name) for name in names}
+    assert len(set(seeds.values())) == len(names)
+    assert seeds["uniform"] == cfg.derived_seed(config["seed"], "uniform")
+    assert cfg.derived_seed(config["seed"], "uniform") != cfg.derived_seed(config["seed"] + 1,
+                                                                          "uniform")
+    for name in names:
+        resolved = cfg.resolve_selection(config, name)
+        assert resolved["seed"] == seeds[name]
+        assert resolved["reference_seed"] == seeds["uniform"]
+        assert train.resolve_pretrain(config, name)["settings"]["seed"] == config["seed"]
+    config["variants"]["uniform"]["seed"] = 5  # a set seed wins, and moves the reference
+    assert cfg.resolve_selection(config, "overall_l5")["reference_seed"] == 5
+    proxy = cfg.proxy_names(config, "all25")[0]  # proxies keep their search's seed: the
+    assert cfg.variant_seed(config, proxy) == config["seed"]  # 46M ablation reuses the draws

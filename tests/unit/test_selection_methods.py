@@ -142,6 +142,21 @@ def test_uniform_overlap_reference_is_the_uniform_variant(selections):
     assert selections["sample_top"][0]["overlap_with_uniform"]["jaccard"] < 0.5
 
 
+def test_a_variant_with_its_own_seed_is_compared_with_the_uniform_variants_draw(
+        selections, attributes, tmp_path):
+    # A second uniform draw (own seed 8) against the uniform variant (seed 7): its overlap is
+    # that of two independent draws, measured against seed 7's documents, not its own keys.
+    directory, _ = attributes
+    manifest = select_variant(SelectionSpec("uniform_b", "uniform", BUDGET, 8, {},
+                                            reference_seed=7), directory, SHARDS, tmp_path)
+    mine = set(pool_index(pd.read_parquet(tmp_path / "selection.parquet")))
+    theirs = set(pool_index(selections["uniform"][1]))
+    overlap = manifest["overlap_with_uniform"]
+    assert overlap["reference"] == "uniform, seed 7, same budget"
+    assert overlap["jaccard"] == pytest.approx(len(mine & theirs) / len(mine | theirs), abs=1e-4)
+    assert overlap["jaccard"] < 0.5  # a tenth of the pool each: ~0.05 when independent
+
+
 def test_curriculum_keeps_a_selection_and_orders_it_by_a_score(selections, attributes, tmp_path):
     base = tmp_path / "base.parquet"
     selections["uniform"][1].to_parquet(base)

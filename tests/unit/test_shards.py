@@ -26,7 +26,8 @@ def test_reader_counts_every_kind_of_bad_line(tmp_path):
     path = write_jsonl_zst(tmp_path / "shard.jsonl.zst", good[:1] + bad + good[1:] + [b""])
     report = ReadReport(shard="shard")
     quarantine = io.StringIO()
-    docs = list(iter_documents([path], report, max_chars=100, quarantine=quarantine))
+    docs = list(iter_documents([path], report, max_chars=100, quarantine=quarantine,
+                               id_root=tmp_path))
 
     assert [d.id for d in docs] == ["a", "b"]
     assert report.lines == 11 and report.documents == 2
@@ -38,12 +39,17 @@ def test_reader_counts_every_kind_of_bad_line(tmp_path):
     assert quarantined[0]["where"] == "shard.jsonl.zst:2"
 
 
-def test_missing_ids_are_stable_line_numbers(tmp_path):
+def test_missing_ids_are_the_path_under_the_root_and_the_line(tmp_path):
     lines = [json.dumps({"text": "no id here", "meta": {"redpajama_set_name": "S"}}).encode()]
-    path = write_jsonl_zst(tmp_path / "example_train_3.jsonl.zst", lines * 2)
-    first, _ = read_all([path])
-    second, _ = read_all([path])
-    assert [d.id for d in first] == ["example_train_3:1", "example_train_3:2"]
+    # SlimPajama's layout: the same file name in every chunk directory.
+    paths = [write_jsonl_zst(tmp_path / f"chunk{c}" / "example_train_3.jsonl.zst", lines * 2)
+             for c in (1, 2)]
+    first, _ = read_all(paths, id_root=tmp_path)
+    second, _ = read_all(paths, id_root=tmp_path)
+    assert [d.id for d in first] == ["chunk1/example_train_3.jsonl.zst:1",
+                                     "chunk1/example_train_3.jsonl.zst:2",
+                                     "chunk2/example_train_3.jsonl.zst:1",
+                                     "chunk2/example_train_3.jsonl.zst:2"]
     assert first == second
 
 
@@ -66,3 +72,23 @@ def test_write_then_read_roundtrip(tmp_path):
     assert write_documents(path, docs) == 2
     assert read_all([path])[0] == docs
     assert not list(path.parent.glob(".*tmp*"))
+
+
+def test_ids_repeated_across_shards_are_found_by_the_pool_check(tmp_path):
+    import pandas as pd
+    import pytest
+
+    from selectlab.corpus.pool_ids import check_unique, repeated_ids
+    from selectlab.errors import StageError
+
+    metas = []
+    for shard, ids in {"shard_00000": ["a", "b", "c"], "shard_00001": ["d", "b"],
+                       "shard_00002": ["e", "c"]}.items():
+        metas.append(tmp_path / f"{shard}.parquet")
+        pd.DataFrame({"id": ids}).to_parquet(metas[-1])
+    assert repeated_ids(metas) == {"b": ["shard_00000", "shard_00001"],
+                                   "c": ["shard_00000", "shard_00002"]}
+    assert check_unique(metas[:1]) == 3
+    with pytest.raises(StageError, match=r"2 ids occur more than once \(e.g. 'b' in "
+                                         r"shard_00000, shard_00001; 'c' in shard_00000, "):
+        check_unique(metas)

@@ -54,6 +54,12 @@ class Annotator(ABC):
         """Peak accelerator memory of this process, where the family used one."""
         return None
 
+    def failure_counts(self) -> dict[str, int]:
+        """Documents scored so far that got no value because the family's model failed on
+        them, by cause ("status: reason"; the runner fails the shard above `max_failure_rate`).
+        Families that compute every value (rules, forward passes) have none."""
+        return {}
+
     def model_shape(self):
         """The family model's `selectlab.flops.ModelShape` (its FLOPs are inference over
         `input_tokens` plus generated tokens); None for families without a model."""

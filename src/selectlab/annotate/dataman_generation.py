@@ -8,13 +8,16 @@ the rater's strict parser. An answer that does not parse is asked again, by samp
 all; a document still without a parseable answer keeps its row, with null ratings, `status`
 `parse_error` and a `missing_reason` that quotes the last parser error. A backend error (for
 example a prompt longer than the engine's context) is not retried: the same prompt would fail
-the same way; it is recorded with `status` `backend_error`.
+the same way; it is recorded with `status` `backend_error`. A generation call that fails as a
+whole is sent again (`batch_retries`), then fails the job; a dead engine fails it at once. The
+runner fails a shard whose share of documents without ratings passes `max_failure_rate`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +32,7 @@ from selectlab.annotate.rater_family import (
     rater_label,
     sidecar_schema,
 )
-from selectlab.judge.backends import CompletionRequest, JudgeBackend
+from selectlab.judge.backends import CompletionRequest, JudgeBackend, complete_with_retries
 from selectlab.judge.parse import BACKEND_ERROR, OK, PARSE_ERROR, Parsed
 from selectlab.shards import Document
 
@@ -41,6 +44,7 @@ STATUS = "status"
 class RetryPolicy:
     max_attempts: int
     retry_temperature: float
+    batch_retries: int = 2
 
     def __post_init__(self):
         if self.max_attempts < 1:
@@ -83,10 +87,7 @@ def generate_with_retries(backend: JudgeBackend, requests: Sequence[CompletionRe
             break
         asked = [attempt_request(requests[i], attempt, policy.retry_temperature)
                  for i in pending]
-        completions = backend.complete(asked)
-        if len(completions) != len(asked):
-            raise ValueError(f"the backend answered {len(completions)} of {len(asked)} "
-                             "requests")
+        completions = complete_with_retries(backend, asked, policy.batch_retries)
         again = []
         for i, completion in zip(pending, completions, strict=True):
             tokens.prompt += completion.prompt_tokens
@@ -129,6 +130,7 @@ class GenerativeDataManAnnotator(RaterAnnotator):
         super().__init__(rater_dir, "dataman", forward_batch_size=1, gpus=gpus)
         self.policy = policy
         self.tokens = TokenCounts()
+        self.failures: Counter[str] = Counter()  # "status: reason" -> documents without ratings
 
     def setup(self) -> None:
         from selectlab.raters.dataman_generative import parse_target
@@ -151,11 +153,15 @@ class GenerativeDataManAnnotator(RaterAnnotator):
         requests = self.rater.requests([doc.text for doc in docs])
         answers = generate_with_retries(self.rater.backend, requests, self._parse, self.policy,
                                         self.tokens)
+        self.failures.update(f"{a.status}: {a.reason}"[:200] for a in answers if a.status != OK)
         return arrow_columns(answer_columns(answers, self._heads), self.schema)
 
     @property
     def input_tokens(self) -> int:
         return self.tokens.prompt
+
+    def failure_counts(self) -> dict[str, int]:
+        return dict(self.failures)
 
     def model_shape(self):
         from transformers import AutoConfig

@@ -64,7 +64,8 @@ def build_rater(params: dict, fitted: list[str], gpus: int) -> Annotator:
 
 
 def build_rater_generative(params: dict, fitted: list[str], gpus: int) -> Annotator:
-    policy = RetryPolicy(params["max_attempts"], params["retry_temperature"])
+    policy = RetryPolicy(params["max_attempts"], params["retry_temperature"],
+                         params.get("batch_retries", 2))
     return GenerativeDataManAnnotator(rater_dir_of(fitted), policy, gpus)
 
 

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from selectlab.annotate.base import Annotator
+from selectlab.errors import StageError
 from selectlab.shards import Document, ReadReport, atomic_path, iter_documents
 from selectlab.tokens import batched
 
@@ -132,9 +133,26 @@ def peak_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6  # KiB on Linux
 
 
+def check_failures(annotator: Annotator, rows: int, max_failure_rate: float, family: str,
+                   shard: str) -> None:
+    """Fail the shard when more than `max_failure_rate` of its documents got no value."""
+    counts = annotator.failure_counts()
+    failed = sum(counts.values())
+    if rows == 0 or failed / rows <= max_failure_rate:
+        return
+    causes = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:3]
+    raise StageError("\n".join(
+        [f"annotate {family} {shard}: {failed} of {rows} documents got no value "
+         f"({failed / rows:.1%}, above the family's max_failure_rate {max_failure_rate:.1%}); "
+         "the sidecar was not written. Most frequent causes:"]
+        + [f"  {count} x {cause}" for cause, count in causes]
+        + ["Fix the cause and rerun the job."]))
+
+
 def annotate_shard(inputs: Sequence[str | Path], meta_path: str | Path, annotator: Annotator,
                    out_path: str | Path, *, family: str, shard: str, batch_size: int,
-                   max_chars: int) -> ShardStats:
+                   max_chars: int, max_failure_rate: float = 0.05,
+                   id_root: str | Path | None = None) -> ShardStats:
     """Write `out_path`: one row per valid document of the shard, ids in meta's order."""
     out_path, meta_path = Path(out_path), Path(meta_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -150,7 +168,8 @@ def annotate_shard(inputs: Sequence[str | Path], meta_path: str | Path, annotato
     with atomic_path(out_path) as tmp:
         writer = None
         try:
-            for batch in batched(iter_documents(inputs, report, max_chars=max_chars), batch_size):
+            documents = iter_documents(inputs, report, max_chars=max_chars, id_root=id_root)
+            for batch in batched(documents, batch_size):
                 meta_ids, tokens = meta.take(len(batch))
                 check_alignment(batch, meta_ids, rows, meta_path)
                 table = to_table(meta_ids, annotator.annotate_batch(batch), schema)
@@ -162,6 +181,7 @@ def annotate_shard(inputs: Sequence[str | Path], meta_path: str | Path, annotato
             if not meta.exhausted():
                 raise ValueError(f"{meta_path} has more rows than the shard's {rows} valid "
                                  "documents: re-run tokenize_shard for it")
+            check_failures(annotator, rows, max_failure_rate, family, shard)
             writer = writer or pq.ParquetWriter(tmp, schema)
             writer.add_key_value_metadata({FAMILY_KEY: family,
                                            READ_REPORT_KEY: json.dumps(read_summary(report))})

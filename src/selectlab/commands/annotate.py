@@ -19,12 +19,21 @@ def run(args) -> dict:
         import torch
 
         torch.set_num_threads(args.threads)
+    from selectlab.errors import StageError
+    from selectlab.judge.backends import BackendDead
+
     annotator = build_annotator(params, args.fitted, gpus=args.gpus)
-    stats = [annotate_shard(files, Path(args.meta_dir) / f"{shard}.parquet", annotator,
-                            Path(args.out_dir) / f"{shard}.parquet", family=args.family,
-                            shard=shard, batch_size=params["batch_size"],
-                            max_chars=args.max_doc_chars)
-             for shard, files in sorted(args.shard_files.items())]
+    stats = []
+    for shard, files in sorted(args.shard_files.items()):
+        try:
+            stats.append(annotate_shard(
+                files, Path(args.meta_dir) / f"{shard}.parquet", annotator,
+                Path(args.out_dir) / f"{shard}.parquet", family=args.family, shard=shard,
+                batch_size=params["batch_size"], max_chars=args.max_doc_chars,
+                max_failure_rate=params.get("max_failure_rate", 0.05), id_root=args.id_root))
+        except BackendDead as error:
+            raise StageError(f"annotate {args.family} {shard}: stopped: {error}; the sidecar "
+                             "was not written, rerun the job") from error
     write_json(args.stats, [shard.to_dict() for shard in stats])
     return {"family": args.family,
             "shards": {shard.shard: {"documents": shard.documents,
@@ -82,6 +91,8 @@ def register(stages) -> None:
     p.add_argument("--meta-dir", required=True, help="the meta sidecars, {shard}.parquet")
     p.add_argument("--fitted", nargs="*", default=[], help="the family's fitted inputs")
     p.add_argument("--max-doc-chars", type=int, required=True)
+    p.add_argument("--id-root", default=None,
+                   help="the pool's root directory: ids of records without one are relative to it")
     p.add_argument("--gpus", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out-dir", required=True, help="where {shard}.parquet sidecars go")

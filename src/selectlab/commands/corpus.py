@@ -35,18 +35,23 @@ def read_report(args) -> dict:
 
     import pandas as pd
 
+    from selectlab.corpus.pool_ids import check_unique
     from selectlab.shards import REASONS, atomic_path
 
+    documents = check_unique(args.meta) if args.meta else None
     rows = []
     for path in args.reports:
         report = json.loads(Path(path).read_text())
         rows.append({"shard": Path(path).stem, "lines": report["lines"],
                      "documents": report["documents"], "tokens": report["tokens"]}
-                    | {reason: report["skipped"][reason] for reason in REASONS})
+                    | {reason: report["skipped"][reason] for reason in REASONS}
+                    | {"damaged_files": len(report.get("damaged_files", []))})
     table = pd.DataFrame(rows)
     with atomic_path(args.out) as tmp:
         table.to_csv(tmp, index=False)
-    return {"shards": len(rows), "skipped": int(table[list(REASONS)].sum().sum())}
+    return {"shards": len(rows), "documents": documents,
+            "skipped": int(table[list(REASONS)].sum().sum()),
+            "damaged_files": int(table["damaged_files"].sum())}
 
 
 def register(stages) -> None:
@@ -62,6 +67,9 @@ def register(stages) -> None:
     p.add_argument("--params", type=json_arg, required=True)
     p.add_argument("--split", default="train")
     p.add_argument("--out-dir", required=True)
-    p = add_action(actions, "read-report", read_report, "collect per-shard reader reports")
+    p = add_action(actions, "read-report", read_report,
+                   "collect per-shard reader reports; check ids are unique in the pool")
     p.add_argument("--reports", nargs="+", required=True)
+    p.add_argument("--meta", nargs="*", default=[],
+                   help="every shard's meta sidecar: their ids must be unique together")
     p.add_argument("--out", required=True)

@@ -18,7 +18,8 @@ def sample(args) -> dict:
     settings = p["settings"]
     meta = read_meta(args.meta)
     tokenizer = load_tokenizer(args.tokenizer)
-    common = {"seed": p["seed"], "tokenizer": tokenizer, "max_doc_chars": p["max_doc_chars"]}
+    common = {"seed": p["seed"], "tokenizer": tokenizer, "max_doc_chars": p["max_doc_chars"],
+              "id_root": args.id_root}
     if protocol == "qurating":
         table = pair_sample(meta, args.shard_files, documents=settings["documents"],
                             pairs=settings["pairs"], snippet_tokens=settings["snippet_tokens"],
@@ -35,20 +36,24 @@ def sample(args) -> dict:
 def run(args) -> dict:
     import pandas as pd
 
+    from selectlab.inputs import require_rows
     from selectlab.judge.factory import build_backend, protocol_settings, run_settings
+    from selectlab.judge.resolve import DEFAULT_MAX_FAILURE_RATE
     from selectlab.judge.run import run_protocol
     from selectlab.shards import atomic_path
 
     p = args.params
     protocol = p["protocol"]
     backend_cfg = p["backend"] | args.throughput
-    table = pd.read_parquet(args.sample)
+    table = require_rows(pd.read_parquet(args.sample), args.sample, f"judge_sample ({protocol})")
     backend = build_backend(backend_cfg, seed=p["seed"], gpus=args.gpus,
                             simulated=p.get("simulated"), sample=table,
                             ground_truth=args.ground_truth)
     result = run_protocol(protocol, table,
                           protocol_settings(protocol, p["settings"], backend_cfg, backend),
-                          backend, args.cache, run_settings(p["settings"], backend_cfg))
+                          backend, args.cache,
+                          run_settings(p["settings"], backend_cfg,
+                                       p.get("max_failure_rate", DEFAULT_MAX_FAILURE_RATE)))
     for frame, out in ((result.judgments, args.out_judgments), (result.labels, args.out_labels)):
         with atomic_path(out) as tmp:
             frame.to_parquet(tmp, index=False)
@@ -61,6 +66,19 @@ def run(args) -> dict:
             "asked": result.queried, "labels": len(result.labels),
             "failure_rate": round(float(overall["failure_rate"]), 4),
             "wall_s": round(result.wall_s, 2)}
+
+
+def failures(args) -> dict:
+    import pandas as pd
+
+    from selectlab.judge.failures import failure_table
+    from selectlab.report.table_files import write_table
+
+    summaries = {Path(path).parent.name: pd.read_csv(path) for path in args.summaries}
+    table = failure_table(summaries)
+    write_table(table, Path(args.out_csv), Path(args.out_md), args.notes)
+    return {"protocols": len(table), "failed": int(table[["parse_error", "backend_error"]]
+                                                   .to_numpy().sum())}
 
 
 def judge_cost_columns(backend, backend_cfg: dict, summary, wall_s: float, gpus: int) -> dict:
@@ -97,7 +115,8 @@ def serve(args) -> None:
     backend = TransformersJudge(args.model, gguf_file=args.gguf_file, dtype=args.dtype,
                                 batch_size=1, max_input_tokens=args.max_input_tokens)
     faults = Faults(fail_first=args.fail_first, fail_statuses=tuple(args.fail_status),
-                    drop_first=args.drop_first, fail_after=args.fail_after)
+                    drop_first=args.drop_first, fail_after=args.fail_after,
+                    answers=tuple(args.answers), hang_s=args.hang_s)
     server = make_server(backend, host=args.host, port=args.port,
                          model_name=args.served_model_name, faults=faults,
                          api_key_env=args.api_key_env)
@@ -121,6 +140,13 @@ def _shard_files(text: str) -> dict[str, list[str]]:
     return value
 
 
+def _notes(text: str) -> list[str]:
+    value = json.loads(text)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError("--notes must be a JSON list of strings")
+    return value
+
+
 def register(stages) -> None:
     parser = stages.add_parser("judge", help="LLM judgments for QuRating, DataMan and PRRC")
     actions = parser.add_subparsers(dest="action", required=True)
@@ -129,6 +155,8 @@ def register(stages) -> None:
     p.add_argument("--shard-files", type=_shard_files, required=True,
                    help="JSON object: shard -> its raw files")
     p.add_argument("--tokenizer", required=True)
+    p.add_argument("--id-root", default=None,
+                   help="the pool's root directory: ids of records without one are relative to it")
     p.add_argument("--params", type=json_arg, required=True)
     p.add_argument("--out", required=True)
     p = add_action(actions, "run", run, "judge a protocol's sample (cached, resumable)")
@@ -142,6 +170,13 @@ def register(stages) -> None:
     p.add_argument("--out-judgments", required=True)
     p.add_argument("--out-labels", required=True)
     p.add_argument("--out-summary", required=True)
+    p = add_action(actions, "failures", failures,
+                   "the table of failed judgments per protocol (report and archive)")
+    p.add_argument("--summaries", nargs="+", required=True,
+                   help="judgments/<protocol>/summary.csv files")
+    p.add_argument("--notes", type=_notes, default=[], help="JSON list of caveats")
+    p.add_argument("--out-csv", required=True)
+    p.add_argument("--out-md", required=True)
     p = add_action(actions, "serve", serve,
                    "OpenAI-compatible HTTP server around a local model (for tests)")
     p.add_argument("--model", required=True, help="model directory")
@@ -159,4 +194,8 @@ def register(stages) -> None:
                    help="then drop M connections without answering")
     p.add_argument("--fail-after", type=int, default=None,
                    help="answer 503 to everything after N completion requests")
+    p.add_argument("--answers", nargs="+", default=["ok"],
+                   help="cycled per admitted request: ok, garbage, bad_usage, bad_logprob, "
+                        "no_choices, hang, echo_key")
+    p.add_argument("--hang-s", type=float, default=30.0, help="how long a `hang` answer waits")
     p.add_argument("--api-key-env", default=None, help="require the key in this env variable")

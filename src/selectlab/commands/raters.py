@@ -37,6 +37,7 @@ def train(args) -> dict:
     else:
         if args.labels is None:
             raise ValueError(f"rater {args.rater} is trained from judge labels: give --labels")
+        _check_labels(args.labels)
         common |= {"gpus": args.gpus, "judge_notes": args.judge_notes, "name": args.rater}
         if rater == "dataman" and params.get("objective") == "generative":
             from selectlab.raters.dataman_generative import train_generative
@@ -50,6 +51,13 @@ def train(args) -> dict:
     with atomic_path(args.metrics) as tmp:
         Path(tmp).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
     return {"rater": args.rater, "card": str(out_dir / CARD_FILE), "metrics": record["metrics"]}
+
+
+def _check_labels(path: str) -> None:
+    from selectlab.inputs import require_parquet_rows
+
+    protocol = Path(path).parent.name  # judgments/<protocol>/labels.parquet
+    require_parquet_rows(path, f"judge ({protocol}; log: logs/judge/{protocol}.log)")
 
 
 def tables(args) -> dict:

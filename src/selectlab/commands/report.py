@@ -114,7 +114,10 @@ def provenance(args) -> dict:
     checksums: dict[str, str] = {}
     for path in args.reports:
         checksums.update(json.loads(Path(path).read_text())["inputs_sha256"])
-    record = provenance_record(args.params, checksums, Path(args.repo_dir))
+    corpus_inputs = None
+    if args.corpus_build:
+        corpus_inputs = json.loads(Path(args.corpus_build).read_text()).get("inputs", {})
+    record = provenance_record(args.params, checksums, Path(args.repo_dir), corpus_inputs)
     write_json(args.out, record)
     return {"inputs": len(checksums), "commit": record["git"]["commit"]}
 
@@ -162,6 +165,8 @@ def register(stages) -> None:
     p = add_action(actions, "provenance", provenance, "git commit, config, input checksums")
     p.add_argument("--params", type=json_arg, required=True, help="the resolved config")
     p.add_argument("--reports", nargs="+", required=True, help="per-shard reader reports")
+    p.add_argument("--corpus-build", default=None,
+                   help="the embedded corpus's build_stats.json (its inputs are recorded)")
     p.add_argument("--repo-dir", default=".")
     p.add_argument("--out", required=True)
     p = add_action(actions, "archive", archive, "deterministic tarball with checksums")

@@ -25,8 +25,10 @@ def encode(args) -> dict:
 
     report = tokenize_shard(args.inputs, args.tokenizer, args.shard, args.out_tokens,
                             args.out_meta, args.report, args.quarantine,
-                            max_chars=args.max_doc_chars)
-    return {"documents": report.documents, "skipped": report.skipped}
+                            max_chars=args.max_doc_chars, id_root=args.id_root,
+                            on_damaged_file=args.on_damaged_file)
+    return {"documents": report.documents, "skipped": report.skipped,
+            "damaged_files": report.damaged_files}
 
 
 def register(stages) -> None:
@@ -46,6 +48,10 @@ def register(stages) -> None:
     p.add_argument("--tokenizer", required=True)
     p.add_argument("--shard", required=True)
     p.add_argument("--max-doc-chars", type=int, required=True)
+    p.add_argument("--id-root", default=None,
+                   help="the pool's root directory: ids of records without one are relative to it")
+    p.add_argument("--on-damaged-file", choices=["stop", "quarantine"], default="stop",
+                   help="a truncated or corrupt file stops the job, or is counted and skipped")
     p.add_argument("--out-tokens", required=True)
     p.add_argument("--out-meta", required=True)
     p.add_argument("--report", required=True)

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from selectlab.corpus.corrupt import OPERATORS, CorruptionContext, corrupt
+from selectlab.corpus.inputs import corpus_inputs
 from selectlab.corpus.resolve import REFERENCE_SPLIT
 from selectlab.corpus.sources import SOURCE_READERS, RawText
 from selectlab.corpus.wiki import donor_passages
@@ -230,6 +231,7 @@ def build_embedded_corpus(params: Mapping, set_names: Mapping[str, str], num_sha
 
     per_source = stats["sources"].values()
     stats["shard_documents"] = [len(docs) for docs in shards]
+    stats["inputs"] = corpus_inputs(sources)
     stats["totals"] = {
         "documents": len(training),
         "characters": sum(s["characters"] for s in per_source),

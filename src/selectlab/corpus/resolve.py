@@ -7,11 +7,13 @@ Plain functions of the validated config, used while the workflow builds its grap
 from __future__ import annotations
 
 import glob
+import os
 from pathlib import Path
 
 from selectlab import layout
 
 SPLITS = ("validation", "test")
+DEFAULT_DAMAGED_FILE_POLICY = "stop"
 # A held-out split that evaluation never reads: the reference set of MATES probes
 # (selectlab.mates.plan), written by the embedded build when configured.
 REFERENCE_SPLIT = "reference"
@@ -69,13 +71,39 @@ def build_params(config: dict) -> dict:
             "num_shards": corpus["num_shards"]}
 
 
+def build_stats_inputs(config: dict, root: str) -> list[str]:
+    """The embedded corpus's build record, whose declared inputs (packages, versions,
+    checksums) the provenance records; a SlimPajama pool has none."""
+    return [layout.corpus_build_stats(root)] if config["corpus"]["mode"] == "embedded" else []
+
+
 def heldout_params(config: dict, split: str) -> dict:
     """What `selectlab corpus heldout` needs for one SlimPajama split."""
     slimpajama = config["corpus"]["slimpajama"]
     return {"directory": slimpajama[f"{split}_dir"], "pattern": slimpajama["pattern"],
             "docs_per_source": slimpajama["heldout_docs_per_source"],
-            "max_doc_chars": max_doc_chars(config), "seed": config["seed"]}
+            "max_doc_chars": max_doc_chars(config),
+            "on_damaged_file": damaged_file_policy(config), "seed": config["seed"]}
 
 
 def max_doc_chars(config: dict) -> int:
     return config["corpus"]["reader"]["max_doc_chars"]
+
+
+def id_root(config: dict, raw_files: list[str]) -> str:
+    """Where the ids of records without one are taken relative to, for a job reading
+    `raw_files` (one shard's, or several).
+
+    Every job that reads raw shards and matches documents by id (tokenisation, annotation, the
+    judge sample) names such records relative to the same root, so their ids agree: the
+    SlimPajama split directory (`train_dir`), or the directory all embedded shards lie in.
+    """
+    corpus = config["corpus"]
+    if corpus["mode"] == "slimpajama":
+        return str(corpus["slimpajama"]["train_dir"])
+    return os.path.dirname(raw_files[0])
+
+
+def damaged_file_policy(config: dict) -> str:
+    """`stop` (the default) or `quarantine` a truncated or corrupt raw file (selectlab.shards)."""
+    return config["corpus"]["reader"].get("on_damaged_file", DEFAULT_DAMAGED_FILE_POLICY)

@@ -28,7 +28,8 @@ SLIMPAJAMA_SOURCES = (
 
 
 def sample_heldout(directory: str | Path, pattern: str, docs_per_source: int,
-                   max_chars: int, report: ReadReport) -> list[Document]:
+                   max_chars: int, report: ReadReport,
+                   on_damaged_file: str = "stop") -> list[Document]:
     """The first `docs_per_source` valid documents of each source, in sorted file order.
 
     SlimPajama's files are already shuffled, so a prefix is a fair sample and rereading is cheap.
@@ -39,7 +40,9 @@ def sample_heldout(directory: str | Path, pattern: str, docs_per_source: int,
         raise ValueError(f"no files match {pattern!r} under {directory}")
     counts: Counter[str] = Counter()
     chosen: list[Document] = []
-    for doc in iter_documents(files, report, max_chars=max_chars):
+    # Ids relative to the split's directory: file names repeat in every chunk directory.
+    for doc in iter_documents(files, report, max_chars=max_chars, id_root=directory,
+                              on_damaged_file=on_damaged_file):
         if counts[doc.set_name] < docs_per_source:
             counts[doc.set_name] += 1
             chosen.append(doc)
@@ -51,7 +54,8 @@ def sample_heldout(directory: str | Path, pattern: str, docs_per_source: int,
 def write_heldout(params: dict, out_path: str | Path) -> ReadReport:
     report = ReadReport(shard=str(out_path))
     docs = sample_heldout(params["directory"], params["pattern"], params["docs_per_source"],
-                          params["max_doc_chars"], report)
+                          params["max_doc_chars"], report,
+                          params.get("on_damaged_file", "stop"))
     write_documents(out_path, docs)
     return report
 

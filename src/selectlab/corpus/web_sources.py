@@ -6,6 +6,12 @@ Components (keys of the `mix` param, weights normalised):
   changelog     the newest entries of Debian/upstream changelogs                /usr/share/doc
   man           man pages rendered with `man -l FILE | col -bx` (capped)      deb man-db
   foreign_wiki  French and Spanish Wikipedia leads                             pip ovos-skill-...
+
+Changelogs and man pages are read only from the packages named in `packages` (default
+DEFAULT_WEB_PACKAGES), and fortunes only from the files of `fortune_packages`, found through
+dpkg's file lists: installing anything else (test extras, a cluster's tools) leaves the corpus
+unchanged. The build records the packages' versions and a checksum of what was read
+(selectlab.corpus.inputs).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from selectlab.corpus.debian import owned_files
 from selectlab.corpus.passages import (
     MissingResourceError,
     RawText,
@@ -42,21 +49,45 @@ DEFAULT_GCIDE = "/usr/share/dictd/gcide"  # + ".dict.dz" and ".index"
 DEFAULT_DOC_ROOT = "/usr/share/doc"
 DEFAULT_MAN_ROOT = "/usr/share/man"
 MAN_BATCH = 8  # pages rendered concurrently; a page costs ~0.05-0.1 s of man + col
+# Whose changelogs and man pages the web stratum reads: packages of Debian's and Ubuntu's
+# minimal systems plus those scripts/bootstrap.sh installs, so every machine that runs the
+# embedded default has them.
+DEFAULT_WEB_PACKAGES = (
+    "apt", "base-files", "base-passwd", "bash", "bible-kjv", "bsdextrautils", "bsdutils",
+    "coreutils", "dash", "debconf", "debianutils", "dict-gcide", "diffutils", "dpkg",
+    "findutils", "fortunes", "grep", "gzip", "hostname", "libc-bin", "login", "man-db", "mawk",
+    "mount", "ncurses-bin", "passwd", "perl-base", "sed", "sensible-utils", "tar", "util-linux",
+)
+DEFAULT_FORTUNE_PACKAGES = ("fortunes", "fortunes-min")
+# The tools that render man pages: their versions shape the text too.
+MAN_TOOL_PACKAGES = ("man-db", "groff-base", "bsdextrautils")
 
 Limits = tuple[int, int]
 
 
 # -- fortunes ----------------------------------------------------------------------------------
+def fortune_files(fortune_dir: str, packages: tuple[str, ...]) -> list[Path]:
+    """The fortune files (without .dat/.u8 companions): in the Debian directory those of
+    `packages`; in a directory the config names, all of them."""
+    folder = Path(fortune_dir)
+    if not folder.is_dir():
+        return []
+    if folder == Path(DEFAULT_FORTUNE_DIR):
+        candidates = owned_files(packages, rf"^{re.escape(DEFAULT_FORTUNE_DIR)}/[^/.]+$")
+    else:
+        candidates = sorted(folder.glob("*"))
+    return [p for p in candidates if p.is_file() and not p.is_symlink() and "." not in p.name]
+
+
 @functools.lru_cache(maxsize=2)
-def load_fortunes(fortune_dir: str) -> tuple[tuple[str, int, str], ...]:
+def load_fortunes(fortune_dir: str, packages: tuple[str, ...] = DEFAULT_FORTUNE_PACKAGES
+                  ) -> tuple[tuple[str, int, str], ...]:
     """(file, entry number, text) of every distinct fortune; overstrike sequences removed.
 
     Some fortunes appear in several files; only the first copy is kept, so one text cannot
     land in both the training and the held-out documents.
     """
-    folder = Path(fortune_dir)
-    files = sorted(p for p in folder.glob("*") if p.is_file() and not p.is_symlink()
-                   and "." not in p.name) if folder.is_dir() else []
+    files = fortune_files(fortune_dir, packages)
     entries, seen = [], set()
     for path in files:
         raw = path.read_bytes().decode("utf-8", errors="replace")
@@ -78,7 +109,8 @@ def is_ascii_art(file_name: str, text: str) -> bool:
 
 
 def _fortune_stream(params: Mapping, limits: Limits, rng: random.Random) -> Iterator[RawText]:
-    entries = load_fortunes(str(params.get("fortune_dir", DEFAULT_FORTUNE_DIR)))
+    entries = load_fortunes(str(params.get("fortune_dir", DEFAULT_FORTUNE_DIR)),
+                            tuple(params.get("fortune_packages", DEFAULT_FORTUNE_PACKAGES)))
     art_fraction = float(params.get("art_fraction", 0.05))
     art_flags = [is_ascii_art(name, text) for name, _, text in entries]
     art = [i for i, flag in enumerate(art_flags) if flag]
@@ -149,22 +181,29 @@ def _gcide_stream(params: Mapping, limits: Limits, rng: random.Random) -> Iterat
 
 # -- Debian changelogs -------------------------------------------------------------------------
 @functools.lru_cache(maxsize=2)
-def list_changelogs(doc_root: str) -> tuple[Path, ...]:
-    """Distinct changelog*.gz files under /usr/share/doc/<package>/, in a fixed order."""
+def list_changelogs(doc_root: str, packages: tuple[str, ...] = DEFAULT_WEB_PACKAGES
+                    ) -> tuple[Path, ...]:
+    """Distinct changelog*.gz files of `packages` under <doc_root>/<package>/, sorted."""
     paths, seen = [], set()
-    for path in sorted(Path(doc_root).glob("*/changelog*.gz")):
+    pattern = rf"^{re.escape(doc_root.rstrip('/'))}/[^/]+/changelog[^/]*\.gz$"
+    for path in owned_files(packages, pattern):
         real = path.resolve()
-        if real not in seen and real.is_file():
+        if real not in seen:
             seen.add(real)
             paths.append(path)
     if not paths:
-        raise MissingResourceError(f"no changelogs under {doc_root}: install any Debian package "
-                                   "without excluding /usr/share/doc (e.g. apt-get install bash)")
+        raise MissingResourceError(f"no changelogs of {list(packages)} under {doc_root}: "
+                                   "install them without excluding /usr/share/doc in dpkg")
     return tuple(paths)
 
 
+def web_packages(params: Mapping) -> tuple[str, ...]:
+    return tuple(params.get("packages", DEFAULT_WEB_PACKAGES))
+
+
 def _changelog_stream(params: Mapping, limits: Limits, rng: random.Random) -> Iterator[RawText]:
-    files = list(list_changelogs(str(params.get("doc_root", DEFAULT_DOC_ROOT))))
+    files = list(list_changelogs(str(params.get("doc_root", DEFAULT_DOC_ROOT)),
+                                 web_packages(params)))
     cap = int(params.get("changelog_passages_per_file", 1))
     rng.shuffle(files)
     head_chars = limits[1] * (cap + 2)  # only the newest entries are read
@@ -181,15 +220,15 @@ def _changelog_stream(params: Mapping, limits: Limits, rng: random.Random) -> It
 
 # -- man pages ---------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=2)
-def list_man_pages(man_root: str) -> tuple[Path, ...]:
-    """English man pages (sections 1-9), skipping symlinks and `.so` redirect stubs."""
-    pages = []
-    for section in sorted(Path(man_root).glob("man[1-9]")):
-        pages.extend(p for p in sorted(section.iterdir())
-                     if p.is_file() and not p.is_symlink() and p.stat().st_size >= 200)
+def list_man_pages(man_root: str, packages: tuple[str, ...] = DEFAULT_WEB_PACKAGES
+                   ) -> tuple[Path, ...]:
+    """English man pages (sections 1-9) of `packages`, skipping symlinks and `.so` stubs."""
+    pattern = rf"^{re.escape(man_root.rstrip('/'))}/man[1-9]/[^/]+$"
+    pages = [p for p in owned_files(packages, pattern) if p.stat().st_size >= 200]
     if not pages:
-        raise MissingResourceError(f"no man pages under {man_root}: apt-get install man-db "
-                                   "manpages (and do not exclude /usr/share/man in dpkg)")
+        raise MissingResourceError(f"no man pages of {list(packages)} under {man_root}: "
+                                   "apt-get install man-db (and do not exclude /usr/share/man "
+                                   "in dpkg)")
     return tuple(pages)
 
 
@@ -237,7 +276,7 @@ def _diverse_order(pages: tuple[Path, ...], rng: random.Random, count: int) -> l
 
 
 def _man_stream(params: Mapping, limits: Limits, rng: random.Random) -> Iterator[RawText]:
-    pages = list_man_pages(str(params.get("man_root", DEFAULT_MAN_ROOT)))
+    pages = list_man_pages(str(params.get("man_root", DEFAULT_MAN_ROOT)), web_packages(params))
     tools = _man_tools()
     pages = _diverse_order(pages, rng, int(params.get("max_man_pages", 150)))
     cap = int(params.get("man_passages_per_page", 2))
@@ -280,8 +319,9 @@ def read_web(params: Mapping, rng: random.Random) -> Iterator[RawText]:
     """A shuffled mix of fortunes, dictionary entries, changelogs, man pages and foreign leads.
 
     Optional params: `mix` (weights per component, default DEFAULT_WEB_MIX), `fortune_dir`,
-    `art_fraction` (0.05), `gcide_path`, `doc_root`, `changelog_passages_per_file` (1),
-    `man_root`, `max_man_pages` (150), `man_passages_per_page` (2), `foreign_languages`
+    `fortune_packages`, `art_fraction` (0.05), `gcide_path`, `packages` (whose changelogs and
+    man pages are read), `doc_root`, `changelog_passages_per_file` (1), `man_root`,
+    `max_man_pages` (150), `man_passages_per_page` (2), `foreign_languages`
     (["fr-fr", "es-es"]), `wiki_data_dir`. Components with weight 0 are never read.
     """
     max_docs, min_chars, max_chars = reader_limits(params)

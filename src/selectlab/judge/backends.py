@@ -5,17 +5,27 @@ A protocol turns a document (or a pair) into `CompletionRequest`s; a backend ans
 first generated token, token counts and latency. Protocols read label probabilities out of those
 top log-probabilities with `label_logprobs`, so every backend only has to report what it saw.
 A backend never raises for one bad request: it returns a `Completion` with `error` set, and the
-runner records a `backend_error` row.
+runner records a `backend_error` row. A call that fails as a whole (an engine error for the
+batch) raises; the caller sends the batch again (`complete_with_retries`). A backend that can
+answer nothing more (a crashed engine) raises `BackendDead`, which is never retried: the job
+stops, keeping what it has finished.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 KINDS = ("simulated", "transformers", "vllm", "openai")
+
+log = logging.getLogger(__name__)
+
+
+class BackendDead(RuntimeError):
+    """The backend cannot answer any further request (its engine died): stop the job."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +74,31 @@ class JudgeBackend(Protocol):
     def fingerprint(self) -> dict:
         """The settings that change answers (beyond the prompt): part of every cache key."""
         ...
+
+
+def complete_with_retries(backend: JudgeBackend, requests: Sequence[CompletionRequest],
+                          retries: int) -> list[Completion]:
+    """`backend.complete`, sent again up to `retries` times when the call fails as a whole.
+
+    A wrong number of completions counts as such a failure. `BackendDead` is not retried, and
+    the last failure is raised when every try failed.
+    """
+    for attempt in range(retries + 1):
+        try:
+            completions = backend.complete(requests)
+            if len(completions) != len(requests):
+                raise RuntimeError(f"{backend.kind} returned {len(completions)} completions "
+                                   f"for {len(requests)} requests")
+            return completions
+        except BackendDead:
+            raise
+        except Exception as error:  # noqa: BLE001 - any engine failure of the call is retried
+            if attempt == retries:
+                raise
+            log.warning("%s: batch of %d failed (%s: %s); sending it again (%d/%d)",
+                        backend.kind, len(requests), type(error).__name__, error, attempt + 1,
+                        retries)
+    raise AssertionError("unreachable")
 
 
 def plain_prompt(messages: Sequence[ChatMessage]) -> str:

@@ -1,12 +1,12 @@
-"""A persistent store of finished judgments, so reruns only ask what is still missing.
+"""A persistent store of answered judgments, so reruns only ask what is still missing.
 
 One sqlite file per protocol, kept beside the judge's outputs but not declared as an output:
 Snakemake neither deletes it before a rerun nor after a failure. A judgment is keyed by the
 template hash, the model id, a fingerprint of the generation settings, the criterion, the
-document ids and the order. Only finished judgments are stored: answers that parsed, and
-answers that still failed to parse after every attempt. Backend errors (an endpoint down, a
-timeout) are not stored, so the next run asks again. Every batch is committed as it finishes,
-so a killed job loses at most the batch in flight.
+document ids and the order. Only answered judgments are stored (answers that parsed); a
+failure, an unparseable answer or a backend error (an endpoint down, a timeout), is never
+recorded as answered, so the next run asks for exactly those again. Every batch is committed
+as it finishes, so a killed job loses at most the batch in flight.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ import pandas as pd
 
 from selectlab.judge import dataman, fineweb_edu, prrc, qurating, wanjuan
 from selectlab.judge.backends import JudgeBackend
+from selectlab.judge.resolve import DEFAULT_MAX_FAILURE_RATE
 from selectlab.judge.run import RunSettings
 from selectlab.judge.simulated import SimulatedDocument, SimulatedJudge, SimulatedSettings
 
@@ -107,10 +108,13 @@ def protocol_settings(name: str, protocol: dict, backend_cfg: dict, backend: Jud
     raise ValueError(f"unknown judge protocol {name!r}")
 
 
-def run_settings(protocol: dict, backend_cfg: dict) -> RunSettings:
+def run_settings(protocol: dict, backend_cfg: dict,
+                 max_failure_rate: float = DEFAULT_MAX_FAILURE_RATE) -> RunSettings:
     prices = backend_cfg.get("price_per_1k_tokens", {})
     return RunSettings(max_attempts=protocol.get("max_attempts", 3),
                        retry_temperature=backend_cfg.get("retry_temperature", 0.7),
                        batch_size=backend_cfg.get("batch_size", 16),
+                       batch_retries=backend_cfg.get("batch_retries", 2),
+                       max_failure_rate=max_failure_rate,
                        price_per_1k_prompt=prices.get("prompt", 0.0),
                        price_per_1k_completion=prices.get("completion", 0.0))

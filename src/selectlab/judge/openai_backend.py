@@ -9,7 +9,12 @@ log-probabilities go to `label_endpoint` (`/completions` with `logprobs: k`, or
 
 The API key is read from the environment variable named in the config (`api_key_env`) and is
 kept only in the request headers: it is never part of the fingerprint, a log line, an error
-message or an output.
+message or an output. A server that echoes it (in an error body or an answer) gets it scrubbed
+(`selectlab.redact`) before the text goes anywhere.
+
+Response bodies are read defensively: a field of the wrong type (a `usage` that is not an
+object, a log-probability that is not a number, a choice without text) is a malformed answer,
+retried like an unreadable body and finally a counted error for that request, never a crash.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from selectlab.judge.backends import Completion, CompletionRequest, messages_as_dicts, plain_prompt
+from selectlab.redact import register, scrub
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +68,7 @@ class OpenAIJudge:
             key = os.environ.get(api_key_env)
             if not key:
                 raise ValueError(f"environment variable {api_key_env} (api_key_env) is not set")
+            register(key)
             self._headers["Authorization"] = f"Bearer {key}"
         self._rng = random.Random(seed)
 
@@ -102,6 +109,7 @@ class OpenAIJudge:
             try:
                 payload = self._post(ENDPOINTS[endpoint], body)
                 completion = parse_response(endpoint, payload)
+                completion.texts = [scrub(text) for text in completion.texts]
                 completion.latency_s = time.perf_counter() - started
                 return completion
             except RetryableError as error:
@@ -151,34 +159,97 @@ class PermanentError(Exception):
     pass
 
 
-def parse_response(endpoint: str, payload: dict) -> Completion:
-    """A Completion from an OpenAI-style response body of either endpoint."""
+def parse_response(endpoint: str, payload: object) -> Completion:
+    """A Completion from an OpenAI-style response body of either endpoint.
+
+    Anything that does not have the documented shape raises `RetryableError` naming the field.
+    """
     try:
-        choices = sorted(payload["choices"], key=lambda c: c.get("index", 0))
-        if endpoint == "chat":
-            texts = [c["message"].get("content") or "" for c in choices]
-        else:
-            texts = [c.get("text") or "" for c in choices]
-        top = _top_logprobs(endpoint, choices[0].get("logprobs")) if choices else None
-        usage = payload.get("usage") or {}
-    except (KeyError, TypeError, AttributeError) as error:
-        raise RetryableError(f"malformed response body ({type(error).__name__}: {error})") \
-            from None
-    return Completion(texts, top, int(usage.get("prompt_tokens") or 0),
-                      int(usage.get("completion_tokens") or 0))
+        return _parse_body(endpoint, payload)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
+        raise RetryableError(f"malformed response body ({type(error).__name__}: "
+                             f"{scrub(str(error))})") from None
 
 
-def _top_logprobs(endpoint: str, logprobs: dict | None) -> dict[str, float] | None:
+def _parse_body(endpoint: str, payload: object) -> Completion:
+    body = _object(payload, "the body")
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise ValueError(f"`choices` is {_shown(choices)}, not a non-empty list")
+    choices = sorted((_object(c, "a choice") for c in choices), key=_choice_index)
+    texts = [_choice_text(endpoint, choice) for choice in choices]
+    top = _top_logprobs(endpoint, choices[0].get("logprobs"))
+    usage = body.get("usage")
+    usage = {} if usage is None else _object(usage, "`usage`")
+    return Completion(texts, top, _count(usage, "prompt_tokens"),
+                      _count(usage, "completion_tokens"))
+
+
+def _object(value: object, what: str) -> dict:
+    if not isinstance(value, dict):
+        raise TypeError(f"{what} is {_shown(value)}, not an object")
+    return value
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
+
+
+def _choice_index(choice: dict) -> int:
+    index = choice.get("index", 0)
+    if not isinstance(index, int) or isinstance(index, bool):
+        raise TypeError(f"a choice's `index` is {_shown(index)}, not an integer")
+    return index
+
+
+def _choice_text(endpoint: str, choice: dict) -> str:
+    if endpoint == "chat":
+        text = _object(choice.get("message"), "a choice's `message`").get("content")
+    else:
+        text = choice.get("text")
+    if text is not None and not isinstance(text, str):
+        raise TypeError(f"a choice's text is {_shown(text)}, not a string")
+    return text or ""
+
+
+def _number(value: object, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{what} is {_shown(value)}, not a number")
+    return float(value)
+
+
+def _count(usage: dict, key: str) -> int:
+    value = usage.get(key)
+    if value is None:
+        return 0
+    number = _number(value, f"`usage.{key}`")
+    if number < 0 or number != int(number):
+        raise ValueError(f"`usage.{key}` is {value!r}, not a token count")
+    return int(number)
+
+
+def _top_logprobs(endpoint: str, logprobs: object) -> dict[str, float] | None:
     if not logprobs:
         return None
+    logprobs = _object(logprobs, "`logprobs`")
     if endpoint == "chat":
         content = logprobs.get("content") or []
+        if not isinstance(content, list):
+            raise TypeError(f"`logprobs.content` is {_shown(content)}, not a list")
         if not content:
             return None
-        return {item["token"]: float(item["logprob"])
-                for item in content[0].get("top_logprobs") or []}
-    first = (logprobs.get("top_logprobs") or [None])[0]
-    return {token: float(value) for token, value in (first or {}).items()}
+        top = _object(content[0], "`logprobs.content[0]`").get("top_logprobs") or []
+        if not isinstance(top, list):
+            raise TypeError(f"`top_logprobs` is {_shown(top)}, not a list")
+        entries = [_object(item, "a `top_logprobs` entry") for item in top]
+        return {str(item["token"]): _number(item["logprob"], "a log-probability")
+                for item in entries}
+    firsts = logprobs.get("top_logprobs") or [None]
+    if not isinstance(firsts, list):
+        raise TypeError(f"`logprobs.top_logprobs` is {_shown(firsts)}, not a list")
+    first = {} if firsts[0] is None else _object(firsts[0], "`top_logprobs[0]`")
+    return {str(token): _number(value, "a log-probability") for token, value in first.items()}
 
 
 def _retry_after(headers) -> float | None:
@@ -190,4 +261,5 @@ def _retry_after(headers) -> float | None:
 
 
 def _snippet(raw: bytes, limit: int = 200) -> str:
-    return raw[:limit].decode("utf-8", "replace").replace("\n", " ")
+    # Scrubbed before it is cut, so an echoed key cannot survive as a fragment.
+    return scrub(raw[:1 << 16].decode("utf-8", "replace"))[:limit].replace("\n", " ")

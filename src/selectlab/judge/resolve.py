@@ -13,6 +13,7 @@ from selectlab.resources import job_shape, schema_default
 
 PROTOCOL_NAMES = ("qurating", "dataman", "prrc", "fineweb_edu", "wanjuan")
 LOCAL_MODEL_KINDS = ("transformers", "vllm")
+DEFAULT_MAX_FAILURE_RATE = 0.05
 SIMULATED_NOTE = "Ratings derived from the SIMULATED judge (offline default), not an LLM."
 THROUGHPUT_KEYS = ("batch_size",)
 
@@ -53,7 +54,8 @@ def resolve_run(config: dict, protocol: str) -> dict:
     settings = {k: v for k, v in judge["protocols"][protocol].items() if k not in sampling}
     backend = {k: v for k, v in judge["backend"].items() if k not in THROUGHPUT_KEYS}
     resolved = {"protocol": protocol, "seed": judge_seed(config), "backend": backend,
-                "settings": settings}
+                "settings": settings,
+                "max_failure_rate": judge.get("max_failure_rate", DEFAULT_MAX_FAILURE_RATE)}
     if is_simulated(config):
         resolved["simulated"] = judge["simulated"]
     return resolved

@@ -2,9 +2,15 @@
 
 `run_protocol` builds a protocol's queries from its sample, answers what the cache already
 holds from there, sends the rest to the backend in batches, re-queries answers that failed to
-parse (up to `max_attempts` in all), stores every finished judgment in the cache as its batch
+parse (up to `max_attempts` in all), stores every answered judgment in the cache as its batch
 completes, and returns the judgments table, the training labels and the summary table. Failed
 judgments stay in the judgments table with their status and error; nothing is dropped.
+
+Failures fail the job (`selectlab.judge.failures`): a batch whose backend call raised is sent
+again (`batch_retries`); a dead backend, or two batches in a row without a single answer (an
+endpoint that is down), stop the run at once; and a finished run whose share of failed
+judgments passes `max_failure_rate` raises instead of returning. Failed judgments are never
+cached, so the next run asks for exactly those.
 """
 
 from __future__ import annotations
@@ -20,8 +26,9 @@ from types import ModuleType
 import pandas as pd
 
 from selectlab.judge import dataman, fineweb_edu, prrc, qurating, wanjuan
-from selectlab.judge.backends import Completion, JudgeBackend
+from selectlab.judge.backends import BackendDead, Completion, JudgeBackend, complete_with_retries
 from selectlab.judge.cache import JudgmentCache, cache_key, settings_fingerprint
+from selectlab.judge.failures import check_failure_rate, stopped_early
 from selectlab.judge.parse import BACKEND_ERROR, OK, PARSE_ERROR
 from selectlab.judge.protocol import Judged, Query
 
@@ -45,6 +52,8 @@ class RunSettings:
     max_attempts: int = 3
     retry_temperature: float = 0.7
     batch_size: int = 16
+    batch_retries: int = 2
+    max_failure_rate: float = 0.05
     price_per_1k_prompt: float = 0.0
     price_per_1k_completion: float = 0.0
 
@@ -56,6 +65,11 @@ class JudgeResult:
     summary: pd.DataFrame
     queried: int  # judgments asked of the backend in this run (the rest came from the cache)
     wall_s: float
+
+
+# Two batches in a row without one answer: the endpoint is down or rejects us (a wrong key),
+# and asking the rest of the sample would only take long to fail the same way.
+FAILED_BATCHES_BEFORE_STOPPING = 2
 
 
 def raw_response(completion: Completion) -> str:
@@ -95,18 +109,28 @@ def ask(queries: Sequence[Query], interpret: Callable[[Query, Completion], Judge
     from_cache = [row is not None for row in rows]
     pending = [i for i, row in enumerate(rows) if row is None]
     usage = {i: {"latency_s": 0.0, "prompt_tokens": 0, "completion_tokens": 0} for i in pending}
+    failed_batches = 0  # in a row, without a single answer
     for attempt in range(1, settings.max_attempts + 1):
         retry: list[int] = []
         for start in range(0, len(pending), settings.batch_size):
             batch = pending[start:start + settings.batch_size]
-            finished, again = _ask_batch(batch, attempt, queries, interpret, backend, settings,
-                                         usage)
+            try:
+                finished, again = _ask_batch(batch, attempt, queries, interpret, backend,
+                                             settings, usage)
+            except BackendDead as error:
+                raise stopped_early(queries, rows, backend, cache.path,
+                                    f"the {backend.kind} backend died ({error})") from error
             for i, row in finished.items():
                 rows[i] = row
-            # Backend errors are transient (an endpoint down): recorded, not cached.
+            # Only answers are cached: whatever failed is asked again by the next run.
             cache.put_many([(keys[i], row) for i, row in finished.items()
-                            if row["status"] != BACKEND_ERROR])
+                            if row["status"] == OK])
             retry += again
+            no_answer = all(row["status"] == BACKEND_ERROR for row in finished.values())
+            failed_batches = failed_batches + 1 if no_answer and not again else 0
+            if failed_batches >= FAILED_BATCHES_BEFORE_STOPPING:
+                raise stopped_early(queries, rows, backend, cache.path,
+                                    f"{failed_batches} batches in a row got no answer at all")
         log.info("attempt %d: %d queries, %d to re-query", attempt, len(pending), len(retry))
         pending = retry
         if not pending:
@@ -122,10 +146,14 @@ def _ask_batch(batch: list[int], attempt: int, queries: Sequence[Query],
                settings: RunSettings, usage: dict[int, dict]) -> tuple[dict[int, dict], list[int]]:
     """Rows for the queries of `batch` that are done, and those to re-query."""
     requests = [queries[i].for_attempt(attempt, settings.retry_temperature) for i in batch]
-    completions = backend.complete(requests)
-    if len(completions) != len(batch):
-        raise RuntimeError(f"{backend.kind} returned {len(completions)} completions "
-                           f"for {len(batch)} requests")
+    try:
+        completions = complete_with_retries(backend, requests, settings.batch_retries)
+    except BackendDead:
+        raise
+    except Exception as error:  # noqa: BLE001 - recorded per query and counted as failures
+        failure = (f"{backend.kind}: the batch failed {settings.batch_retries + 1} times: "
+                   f"{type(error).__name__}: {error}")
+        completions = [Completion([], error=failure) for _ in batch]
     finished: dict[int, dict] = {}
     again: list[int] = []
     for i, completion in zip(batch, completions, strict=True):
@@ -143,8 +171,10 @@ def _ask_batch(batch: list[int], attempt: int, queries: Sequence[Query],
 
 
 def _cached(cache: JudgmentCache, keys: Sequence[str]) -> dict[int, dict]:
+    # Caches written before failures stopped being stored may hold parse failures: ask again.
     stored = cache.get_many(keys)
-    return {i: stored[key] for i, key in enumerate(keys) if key in stored}
+    return {i: stored[key] for i, key in enumerate(keys)
+            if key in stored and stored[key]["status"] == OK}
 
 
 def _add_usage(usage: dict, completion: Completion) -> None:
@@ -216,4 +246,5 @@ def run_protocol(name: str, sample: pd.DataFrame, protocol_settings, backend: Ju
     summary = summary_table(judgments, cached, backend, settings)
     log.info("%s: %d judgments (%d asked, %d from cache) in %.1f s", name, len(judgments),
              asked, len(judgments) - asked, wall)
+    check_failure_rate(name, judgments, backend, settings.max_failure_rate, cache_path)
     return JudgeResult(judgments, protocol.labels(judgments, sample), summary, asked, wall)

@@ -38,7 +38,21 @@ def read_meta(meta_files: Sequence[str | Path]) -> pd.DataFrame:
         frames.append(frame.assign(shard=Path(path).name.removesuffix(".parquet")))
     if not frames:
         raise ValueError("no meta sidecars given")
-    return pd.concat(frames, ignore_index=True)
+    meta = pd.concat(frames, ignore_index=True)
+    check_unique_ids(meta)
+    return meta
+
+
+def check_unique_ids(meta: pd.DataFrame) -> None:
+    """Judgments, their cache and the sample's texts are keyed by document id: two documents
+    with one id would get each other's text and answers."""
+    repeated = meta[meta["id"].duplicated(keep=False)]
+    if repeated.empty:
+        return
+    examples = "; ".join(f"{doc_id!r} in {sorted(set(group['shard']))}" for doc_id, group
+                         in list(repeated.groupby("id", sort=True))[:3])
+    raise ValueError(f"{repeated['id'].nunique()} document ids occur more than once among the "
+                     f"candidate shards (e.g. {examples}): ids must be unique in the pool")
 
 
 def proportional_allocation(counts: Mapping[str, int], total: int) -> dict[str, int]:
@@ -66,14 +80,15 @@ def stratified_sample(meta: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
 
 def load_documents(ids_by_shard: Mapping[str, set[str]],
                    shard_files: Mapping[str, Sequence[str]],
-                   max_doc_chars: int) -> dict[str, Document]:
+                   max_doc_chars: int, id_root: str | Path | None = None) -> dict[str, Document]:
     """The documents with the wanted ids, read through the validating reader."""
     found: dict[str, Document] = {}
     for shard, wanted in ids_by_shard.items():
         if shard not in shard_files:
             raise ValueError(f"shard {shard!r} has a meta sidecar but no raw files")
         report = ReadReport(shard=shard)
-        for doc in iter_documents(shard_files[shard], report, max_chars=max_doc_chars):
+        for doc in iter_documents(shard_files[shard], report, max_chars=max_doc_chars,
+                                  id_root=id_root):
             if doc.id in wanted:
                 found[doc.id] = doc
     missing = {i for ids in ids_by_shard.values() for i in ids} - set(found)
@@ -142,19 +157,19 @@ def _decoder(tokenizer):
 
 
 def _drawn_documents(meta: pd.DataFrame, n: int, seed: int,
-                     shard_files: Mapping[str, Sequence[str]],
-                     max_doc_chars: int) -> tuple[pd.DataFrame, dict[str, Document]]:
+                     shard_files: Mapping[str, Sequence[str]], max_doc_chars: int,
+                     id_root: str | Path | None) -> tuple[pd.DataFrame, dict[str, Document]]:
     drawn = stratified_sample(meta, n, seed)
     ids_by_shard = drawn.groupby("shard")["id"].agg(set).to_dict()
-    return drawn, load_documents(ids_by_shard, shard_files, max_doc_chars)
+    return drawn, load_documents(ids_by_shard, shard_files, max_doc_chars, id_root)
 
 
 def pointwise_sample(protocol: str, meta: pd.DataFrame, shard_files: Mapping[str, Sequence[str]],
                      *, documents: int, max_text_tokens: int, seed: int, tokenizer,
-                     max_doc_chars: int) -> pd.DataFrame:
+                     max_doc_chars: int, id_root: str | Path | None = None) -> pd.DataFrame:
     """`sample.parquet` for a pointwise protocol: one row per document, text clipped in tokens."""
     seed = protocol_seed(seed, protocol)
-    drawn, docs = _drawn_documents(meta, documents, seed, shard_files, max_doc_chars)
+    drawn, docs = _drawn_documents(meta, documents, seed, shard_files, max_doc_chars, id_root)
     token_ids = _encode(tokenizer, [docs[i].text for i in drawn["id"]])
     decode = _decoder(tokenizer)
     texts, kept = [], []
@@ -180,14 +195,15 @@ def pointwise_sample(protocol: str, meta: pd.DataFrame, shard_files: Mapping[str
 
 def pair_sample(meta: pd.DataFrame, shard_files: Mapping[str, Sequence[str]], *,
                 documents: int, pairs: int, snippet_tokens: Sequence[int], seed: int,
-                tokenizer, max_doc_chars: int, protocol: str = "qurating") -> pd.DataFrame:
+                tokenizer, max_doc_chars: int, protocol: str = "qurating",
+                id_root: str | Path | None = None) -> pd.DataFrame:
     """`sample.parquet` for QuRating: one row per pair with both snippets."""
     low, high = int(snippet_tokens[0]), int(snippet_tokens[1])
     if not 0 < low <= high:
         raise ValueError(f"snippet_tokens must be [min, max] with 0 < min <= max, got "
                          f"{list(snippet_tokens)}")
     seed = protocol_seed(seed, protocol)
-    drawn, docs = _drawn_documents(meta, documents, seed, shard_files, max_doc_chars)
+    drawn, docs = _drawn_documents(meta, documents, seed, shard_files, max_doc_chars, id_root)
     info = drawn.set_index("id")
     token_ids = dict(zip(drawn["id"], _encode(tokenizer, [docs[i].text for i in drawn["id"]]),
                          strict=True))

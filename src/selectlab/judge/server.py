@@ -6,6 +6,12 @@ exists to test the `openai` backend against a real socket on loopback, so it can
 on purpose: fail the first K completion requests with given HTTP statuses, then drop the next M
 connections without answering, and answer 503 to everything after N admitted completion requests
 (an endpoint that dies mid-run). With `api_key_env` set it rejects requests without that key.
+
+`answers` cycles through how each admitted request is answered: `ok`, or one of the bad
+answers a real endpoint has been seen to give (BAD_ANSWERS): a 200 whose body is not JSON, a
+200 whose `usage` is not an object, whose log-probability is not a number, or that has no
+choices; a request left hanging for `hang_s` seconds; a 500 whose body echoes the request's
+Authorization header (an API key in an error message).
 """
 
 from __future__ import annotations
@@ -13,10 +19,13 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from selectlab.judge.backends import ChatMessage, Completion, CompletionRequest, JudgeBackend
+
+BAD_ANSWERS = ("garbage", "bad_usage", "bad_logprob", "no_choices", "hang", "echo_key")
 
 
 @dataclass
@@ -25,6 +34,13 @@ class Faults:
     fail_statuses: tuple[int, ...] = (429, 500)
     drop_first: int = 0  # after the failures
     fail_after: int | None = None  # completions admitted before the endpoint "dies"
+    answers: tuple[str, ...] = ("ok",)  # cycled over admitted requests: "ok" or BAD_ANSWERS
+    hang_s: float = 30.0
+
+    def __post_init__(self):
+        unknown = set(self.answers) - {"ok", *BAD_ANSWERS}
+        if unknown or not self.answers:
+            raise ValueError(f"unknown answers {sorted(unknown)}; known: ok, {BAD_ANSWERS}")
 
 
 @dataclass
@@ -103,8 +119,9 @@ class JudgeServer(ThreadingHTTPServer):
             if f.fail_after is not None and self.stats.admitted >= f.fail_after:
                 self.stats.failed += 1
                 return "status", 503
+            answer = f.answers[self.stats.admitted % len(f.answers)]
             self.stats.admitted += 1
-            return None
+            return None if answer == "ok" else (answer, 0)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -147,13 +164,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(401, {"error": {"message": "missing or wrong API key"}})
             return
         fault = self.server.fault_for_next()
-        if fault is not None:
-            kind, status = fault
-            if kind == "drop":
-                self.close_connection = True
-                self.connection.shutdown(2)
-                return
-            self._send(status, {"error": {"message": f"injected failure ({status})"}})
+        if fault is not None and fault[0] in ("status", "drop", "garbage", "hang", "echo_key"):
+            self._misbehave(*fault)
             return
         try:
             request = completion_request(endpoint, json.loads(raw))
@@ -167,7 +179,45 @@ class _Handler(BaseHTTPRequestHandler):
             return
         with self.server.stats.lock:
             self.server.stats.served += 1
-        self._send(200, response_body(endpoint, completion, self.server.model_name))
+        body = response_body(endpoint, completion, self.server.model_name)
+        if fault is not None:
+            body = malformed(body, fault[0])
+        self._send(200, body)
+
+    def _misbehave(self, kind: str, status: int) -> None:
+        if kind == "drop":
+            self.close_connection = True
+            self.connection.shutdown(2)
+        elif kind == "status":
+            self._send(status, {"error": {"message": f"injected failure ({status})"}})
+        elif kind == "garbage":
+            data = b"<html><body>502 Bad Gateway</body></html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        elif kind == "hang":
+            time.sleep(self.server.faults.hang_s)
+            self.close_connection = True
+        elif kind == "echo_key":
+            received = self.headers.get("Authorization", "")
+            self._send(500, {"error": {"message": f"upstream rejected credentials {received}"}})
+
+
+def malformed(body: dict, kind: str) -> dict:
+    """A 200 body broken the way `kind` says (see BAD_ANSWERS)."""
+    if kind == "bad_usage":
+        return body | {"usage": "lots"}
+    if kind == "no_choices":
+        return body | {"choices": []}
+    if kind == "bad_logprob":
+        choice = dict(body["choices"][0])
+        choice["logprobs"] = {"tokens": ["A"], "top_logprobs": [{"A": "high", "B": -1.0}],
+                              "content": [{"token": "A", "logprob": "high",
+                                           "top_logprobs": [{"token": "A", "logprob": "high"}]}]}
+        return body | {"choices": [choice, *body["choices"][1:]]}
+    return body
 
 
 def make_server(backend: JudgeBackend, *, host: str = "127.0.0.1", port: int = 0,

@@ -6,6 +6,10 @@ directory with tensor parallelism over the job's GPUs. Every request of a batch 
 engine in one `generate` call with its own sampling parameters, so the engine schedules the
 whole batch; prompts too long for the context are answered with an error one by one instead of
 failing the batch. Top log-probabilities of the first generated token are reported when asked.
+
+An engine error during `generate` fails the batch (the runner sends it again); an engine that
+died (vLLM's `EngineDeadError`: the engine process crashed or was killed) raises `BackendDead`,
+so the job stops with what it has finished instead of answering every later batch with errors.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import math
 import time
 from collections.abc import Sequence
 
-from selectlab.judge.backends import Completion, CompletionRequest, render_messages
+from selectlab.judge.backends import BackendDead, Completion, CompletionRequest, render_messages
 
 
 class VLLMJudge:
@@ -68,14 +72,24 @@ class VLLMJudge:
             started = time.perf_counter()
             try:
                 outputs = self.llm.generate(prompts, params, use_tqdm=False)
-            except (RuntimeError, ValueError) as error:
-                outputs = None
-                message = f"vllm: {type(error).__name__}: {error}"
+            except Exception as error:
+                if is_engine_dead(error):
+                    raise BackendDead(f"vLLM engine died: {type(error).__name__}: "
+                                      f"{error}") from error
+                raise
             share = (time.perf_counter() - started) / len(prompts)
             for k, i in enumerate(positions):
-                results[i] = (Completion([], error=message) if outputs is None
-                              else _completion(outputs[k], share))
+                results[i] = _completion(outputs[k], share)
         return results
+
+
+def is_engine_dead(error: BaseException) -> bool:
+    """Whether `error` says the engine can no longer run (not one failed call)."""
+    try:
+        from vllm.v1.engine.exceptions import EngineDeadError
+    except ImportError:  # another vLLM layout: recognise the class by name
+        return type(error).__name__ == "EngineDeadError"
+    return isinstance(error, EngineDeadError)
 
 
 def _completion(output, latency_s: float) -> Completion:

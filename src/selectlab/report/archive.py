@@ -153,14 +153,22 @@ def git_state(repo_dir: Path) -> dict[str, Any]:
 
 
 def provenance_record(
-    resolved_config: dict, input_checksums: dict[str, str], repo_dir: Path
+    resolved_config: dict, input_checksums: dict[str, str], repo_dir: Path,
+    corpus_inputs: dict | None = None,
 ) -> dict:
-    """Git state, the redacted resolved config and input checksums; nothing time-dependent."""
-    return {
+    """Git state, the redacted resolved config and input checksums; nothing time-dependent.
+
+    `corpus_inputs`: what the embedded corpus was built from (packages, versions, checksums;
+    selectlab.corpus.inputs), where it was built.
+    """
+    record = {
         "git": git_state(Path(repo_dir)),
         "config": redact(resolved_config),
         "inputs": {name: input_checksums[name] for name in sorted(input_checksums)},
     }
+    if corpus_inputs is not None:
+        record["corpus_inputs"] = corpus_inputs
+    return record
 
 
 def _check_member_name(name: str) -> str:

@@ -26,6 +26,7 @@ TABLES = ("main", "perplexity_by_source", "icl_by_task", "selection_overlap")
 FIGURES = ("ppl_vs_icl", "loss_curves", "selection_overlap")
 METARATER_FIGURES = ("metarater_fit", "metarater_weights", "metarater_proxies", "metarater_pca")
 ANNOTATION_THROUGHPUT = "annotation_throughput"  # written by rules/annotate.smk
+JUDGE_FAILURES = "judge_failures"  # written by rules/judge.smk
 # Written by rules/cost.smk (selectlab.cost.tables): per stage, per variant, Meta-rater Table 2.
 COST_TABLES = ("cost", "cost_variants", "cost_metarater_table2")
 # The win-rate table and figure (rules/instruct.smk), where the config has comparisons.
@@ -46,6 +47,7 @@ HEADINGS = {
     "metarater_proxies": "Meta-rater: downstream score vs number of proxies",
     "metarater_pca": "Meta-rater: proxy weights and loss landscape",
     "winrate": "Instruction following: win rates after fine-tuning",
+    JUDGE_FAILURES: "Judge: failed judgments per protocol",
 }
 # The software environments every run uses (`environments` adds the others a run may use).
 ENVIRONMENTS = ("cpu", "train")
@@ -70,8 +72,10 @@ class ReportPlan:
         return list(WINRATE_FIGURES) if self.instruct else []
 
     def report_tables(self) -> list[str]:
-        """Tables of the HTML report, in its order: the results, the win rates, the analysis."""
-        return list(TABLES) + self.winrate_tables() + self.analysis.tables()
+        """Tables of the HTML report, in its order: the results, the win rates, the analysis,
+        then the judge's failure counts."""
+        return (list(TABLES) + self.winrate_tables() + self.analysis.tables()
+                + [JUDGE_FAILURES])
 
     def report_figures(self) -> list[str]:
         return self.figures() + self.winrate_figures() + self.analysis.figures()

@@ -13,6 +13,7 @@ exactly the jobs whose settings changed. A selection job's size follows the pool
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 
 from selectlab import layout
@@ -143,8 +144,27 @@ def variant_entry(config: dict, name: str) -> dict:
                    "of that name)")
 
 
+def derived_seed(run_seed: int, name: str) -> int:
+    """A variant's own seed, a hash of the run seed and its name. With one seed for all, every
+    top-k tie-break and Overall-Score level draw reused the uniform variant's random keys, so
+    their overlaps with uniform were inflated; a hash keeps each variant reproducible alone."""
+    digest = hashlib.blake2b(f"{int(run_seed)}:{name}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % 2**31
+
+
 def variant_seed(config: dict, name: str) -> int:
-    return int(variant_entry(config, name).get("seed", config["seed"]))
+    """The seed of a variant's selection: its own `seed` when set, else derived from its name."""
+    entry = variant_entry(config, name)
+    return int(entry["seed"]) if "seed" in entry else derived_seed(config["seed"], name)
+
+
+def reference_uniform_seed(config: dict) -> int:
+    """The seed of the uniform selection each manifest's overlap is measured against: the
+    evaluation baseline's when that samples uniformly (the run's `uniform` row)."""
+    baseline = config.get("evaluation", {}).get("baseline", "uniform")
+    if config["variants"].get(baseline, {}).get("method") == "uniform":
+        return variant_seed(config, baseline)
+    return derived_seed(config["seed"], "uniform")
 
 
 def selection_params(config: dict, name: str) -> dict:
@@ -186,6 +206,7 @@ def resolve_selection(config: dict, name: str) -> dict:
         "method": variant["method"],
         "budget_tokens": budget,
         "seed": variant_seed(config, name),
+        "reference_seed": reference_uniform_seed(config),
         "params": params,
     }
     if "shared_from" in variant:  # an identical selection of another variant, reused

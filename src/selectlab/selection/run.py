@@ -38,6 +38,7 @@ class SelectionSpec:
     seed: int
     params: dict = field(default_factory=dict)
     shared_from: str | None = None  # another variant whose identical selection this one reuses
+    reference_seed: int | None = None  # the uniform variant's seed, for the overlap (None: own)
 
     def __post_init__(self):
         if self.method not in METHODS:
@@ -104,18 +105,23 @@ def choose(spec: SelectionSpec, pool: Pool, store: UnitStore, upstream: str | Pa
                     filtered_out, missing, context.info)
 
 
+def reference_seed(spec: SelectionSpec) -> int:
+    return spec.seed if spec.reference_seed is None else spec.reference_seed
+
+
 def uniform_reference(spec: SelectionSpec, pool: Pool, store: UnitStore,
                       selected: Selected, limits: SelectionLimits) -> np.ndarray:
-    """What the uniform method picks at this budget and seed, stratified by source."""
-    params = spec.params
-    if (spec.method == "uniform" and params.get("strata", [SET_NAME]) == [SET_NAME]
+    """What the uniform variant picks at this budget (its seed), stratified by source."""
+    params, seed = spec.params, reference_seed(spec)
+    if (spec.method == "uniform" and seed == spec.seed
+            and params.get("strata", [SET_NAME]) == [SET_NAME]
             and not params.get("where") and not params.get("upsample_short")):
         return selected.taken.chosen  # the same take: no need to repeat it
     column, sources = "stratum", selected.strata
     if params.get("strata", [SET_NAME]) != [SET_NAME]:
         column = "source_stratum"
         sources = build_strata(pool, store, [SET_NAME], column=column)
-    put_keys(store, uniform_keys(spec.seed, pool.rows))
+    put_keys(store, uniform_keys(seed, pool.rows))
     return streaming_take(store, column, sources.quotas(spec.budget_tokens), spec.budget_tokens,
                           limits.take, False).chosen
 
@@ -172,7 +178,7 @@ def manifest_record(spec: SelectionSpec, selected: Selected, distinct: int,
         },
         "order": ({"by": params["order_by"], "direction": params.get("order", "ascending")}
                   if params.get("order_by") else "shuffled"),
-        "overlap_with_uniform": {"reference": f"uniform, seed {spec.seed}, same budget"}
+        "overlap_with_uniform": {"reference": f"uniform, seed {reference_seed(spec)}, same budget"}
         | shared,
     } | selected.info
 

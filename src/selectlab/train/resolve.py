@@ -23,7 +23,6 @@ from selectlab.selection.resolve import (
     mates_settings,
     parse_stage_name,
     variant_entry,
-    variant_seed,
 )
 from selectlab.train.memory import Estimate, Launch, Shape, estimate
 from selectlab.train.model import ModelPreset
@@ -76,7 +75,9 @@ def resolve_pretrain(config: dict, name: str) -> dict:
     settings = merged_pretrain(config, name)
     for key in ("preset", "init_from", *LAUNCH_SETTINGS):
         settings.pop(key, None)
-    settings.setdefault("seed", variant_seed(config, name))
+    # One model seed for every variant (the run's), so two rows differ only in their data; the
+    # selection seed is the variant's own (selection.resolve.variant_seed).
+    settings.setdefault("seed", int(config["seed"]))
     stage = parse_stage_name(config, name)
     if stage:
         # A MATES stage trains on its share of the run's schedule (selectlab.mates.schedule).
