@@ -2,8 +2,7 @@
 
 One module-scoped run of `snakemake` on `.test/config.yaml` (results under results/test/) feeds
 every assertion below; the incremental-rerun and archive-reproducibility checks run after it,
-and last a second run from scratch that must give the same selections and the same archive
-bytes.
+and last a second run from scratch, up to the selections, that must select the same documents.
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from selectlab import layout
 from selectlab.config import load_config
 from selectlab.mates import plan as mates_plan
 from selectlab.selection import resolve as select_cfg
@@ -424,23 +424,22 @@ def test_cost_tables_count_every_model_stage_with_the_flops_of_each_job(run_dir,
     assert float(main["ratio"].iloc[0]) == pytest.approx(1.0)
 
 
-def test_a_second_run_from_scratch_gives_the_same_selections_and_archive_bytes(run_dir, config):
-    # Same seed, same inputs, same bytes. The first run moves aside, so the second one runs in
-    # the same place (paths, git state) with nothing to reuse; it then stays as the run.
+def test_a_second_run_from_scratch_selects_the_same_documents(run_dir, config):
+    # Same seed, same inputs, same selections. The first run moves aside, so the second one
+    # runs in the same place (paths, git state) with nothing to reuse. It stops at the
+    # selections (corpus, judge, raters, annotation, selection; MATES's probes and stage models)
+    # to keep CI inside its time; the archive's bytes are compared across a rebuild above.
     first = run_dir.parent / f".{config['run']}-first"
     shutil.rmtree(first, ignore_errors=True)
     run_dir.rename(first)
     try:
-        result = snakemake()
+        root = layout.run_dir(config["run"])
+        result = snakemake(*[layout.selection(root, variant) for variant in config["variants"]])
         assert result.returncode == 0, result.stderr[-5000:]
         for variant in config["variants"]:
             ids = [pd.read_parquet(d / f"selections/{variant}/selection.parquet")["id"].tolist()
                    for d in (first, run_dir)]
             assert ids[0] == ids[1], f"the two runs selected different documents for {variant}"
-        name = f"archive/selectlab-{config['run']}.tar.gz"
-        changed = manifest_lines(first / name) ^ manifest_lines(run_dir / name)
-        members = sorted({line.split("  ", 1)[1] for line in changed})
-        assert not members, f"archive members that differ between the two runs: {members}"
-        assert (first / name).read_bytes() == (run_dir / name).read_bytes()
     finally:
-        shutil.rmtree(first, ignore_errors=True)
+        shutil.rmtree(run_dir, ignore_errors=True)
+        first.rename(run_dir)

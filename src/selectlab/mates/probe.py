@@ -140,20 +140,29 @@ class Step:
     grad_clip: float
 
 
-def stage_training_state(checkpoint_dir: str | Path) -> tuple[dict, dict]:
+def stage_training_state(checkpoint_dir: str | Path, model) -> tuple[dict, dict]:
     """(model weights, optimizer state) of the newest checkpoint a pretraining job left in
-    `checkpoint_dir` (selectlab.train.checkpoints' format)."""
+    `checkpoint_dir` (selectlab.train.checkpoints' sharded format), read into `model` in one
+    process. The optimizer state comes back in torch's own layout for `make_optimizer`'s
+    parameter groups, which the probes' optimizers share."""
     import torch
 
-    from selectlab.train.checkpoints import list_checkpoints
+    from selectlab.train import checkpoints
+    from selectlab.train.distributed import Distributed, load_sharded_state, sharded_state
+    from selectlab.train.loop import TrainSettings, make_optimizer
 
-    found = list_checkpoints(checkpoint_dir)
+    found = checkpoints.list_checkpoints(checkpoint_dir)
     if not found:
         raise FileNotFoundError(f"{checkpoint_dir} holds no training checkpoint: the probe needs "
                                 "the stage's last one (its optimizer state); rerun that stage's "
                                 "pretrain job")
-    state = torch.load(found[-1][1], map_location="cpu", weights_only=False)
-    return state["model"], state["optimizer"]
+    optimizer = make_optimizer(model, TrainSettings(seq_len=1, global_batch_sequences=1, lr=0.0))
+    model_state, optim_state = sharded_state(model, optimizer)
+    state = {"model": model_state, "optimizer": optim_state}
+    one_process = Distributed(rank=0, local_rank=0, world_size=1, device=torch.device("cpu"))
+    checkpoints.read_shards(found[-1][1], state, one_process)
+    load_sharded_state(model, optimizer, state["model"], state["optimizer"])
+    return model.state_dict(), optimizer.state_dict()
 
 
 class Prober:
