@@ -349,11 +349,18 @@ def test_results_equal_the_local_run(scenario):
     pd.testing.assert_frame_equal(ours, theirs, check_exact=False, rtol=1e-4, atol=1e-6)
 
 
+# What a job's cost record measures on the machine it ran on (selectlab.flops.cost_record):
+# compared by presence only; its FLOPs, tokens and model shape must match.
+MEASURED_COST = {"seconds", "gpu_hours", "wall_hours"}
+
+
 def assert_close(ours, theirs, path="") -> None:
     """Equal structure; numbers within a relative 1e-4 (thread scheduling may reorder sums)."""
     if isinstance(ours, dict):
         assert ours.keys() == theirs.keys(), path
         for key in ours:
+            if path.endswith("/cost") and key in MEASURED_COST:
+                continue
             assert_close(ours[key], theirs[key], f"{path}/{key}")
     elif isinstance(ours, float):
         assert ours == pytest.approx(theirs, rel=1e-4, abs=1e-9), path

@@ -47,7 +47,7 @@ def probe(args) -> dict:
     device = select_device(args.gpus)
     tokenizer = load_tokenizer(args.model)
     model = LlamaForCausalLM.from_pretrained(args.model, dtype=torch.float32)
-    _, optimizer_state = probing.stage_training_state(args.checkpoints, model)
+    optimizer_state = probing.load_stage_training_state(args.checkpoints, model)
     texts = reference_texts(p["reference"], args.reference, p["max_doc_chars"])
     reference = probing.reference_windows(texts, tokenizer, p["seq_len"], p["reference_tokens"],
                                           p["seed"])

@@ -157,7 +157,7 @@ def load_gcide_index(index_path: str) -> tuple[tuple[str, int, int], ...]:
 
 
 @functools.lru_cache(maxsize=1)
-def _gcide_bytes(dict_path: str) -> bytes:
+def gcide_bytes(dict_path: str) -> bytes:
     # dictzip is gzip with a seek table; one sequential gunzip (~0.2 s) is cheaper than seeking.
     if not Path(dict_path).is_file():
         raise MissingResourceError(f"GCIDE data {dict_path} missing: apt-get install dict-gcide")
@@ -170,7 +170,7 @@ def _gcide_stream(params: Mapping, limits: Limits, rng: random.Random) -> Iterat
     index = load_gcide_index(base + ".index")
     order = list(range(len(index)))
     rng.shuffle(order)
-    data = _gcide_bytes(base + ".dict.dz")
+    data = gcide_bytes(base + ".dict.dz")
     for i in order:
         headword, offset, length = index[i]
         text = data[offset:offset + length].decode("utf-8", errors="replace")

@@ -32,7 +32,12 @@ from pathlib import Path
 
 from selectlab.corpus.passages import MissingResourceError
 from selectlab.corpus.sources import list_stdlib_modules
-from selectlab.corpus.web_sources import DEFAULT_GCIDE, DEFAULT_MAN_ROOT, load_gcide_index
+from selectlab.corpus.web_sources import (
+    DEFAULT_GCIDE,
+    DEFAULT_MAN_ROOT,
+    gcide_bytes,
+    load_gcide_index,
+)
 
 
 @dataclass(frozen=True)
@@ -110,20 +115,13 @@ def gcide_definition(entry: str) -> tuple[str, str] | None:
     return head.group("word").strip(), as_sentence(text)
 
 
-def _gcide_text(dict_path: str) -> bytes:
-    if not Path(dict_path).is_file():
-        raise MissingResourceError(f"GCIDE data {dict_path} missing: apt-get install dict-gcide")
-    with gzip.open(dict_path, "rb") as handle:
-        return handle.read()
-
-
 def dictionary_pairs(params: Mapping, rng: random.Random) -> Iterator[Pair]:
     """GCIDE headwords (one plain word, the entry's own headword) -> their first definition."""
     base = str(params.get("gcide_path", DEFAULT_GCIDE))
     index = load_gcide_index(base + ".index")
     order = list(range(len(index)))
     rng.shuffle(order)
-    data = _gcide_text(base + ".dict.dz")
+    data = gcide_bytes(base + ".dict.dz")
     for i in order:
         headword, offset, length = index[i]
         if not _HEADWORD.match(headword):

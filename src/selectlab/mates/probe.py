@@ -140,11 +140,11 @@ class Step:
     grad_clip: float
 
 
-def stage_training_state(checkpoint_dir: str | Path, model) -> tuple[dict, dict]:
-    """(model weights, optimizer state) of the newest checkpoint a pretraining job left in
-    `checkpoint_dir` (selectlab.train.checkpoints' sharded format), read into `model` in one
-    process. The optimizer state comes back in torch's own layout for `make_optimizer`'s
-    parameter groups, which the probes' optimizers share."""
+def load_stage_training_state(checkpoint_dir: str | Path, model) -> dict:
+    """Loads the newest checkpoint a pretraining job left in `checkpoint_dir`
+    (selectlab.train.checkpoints' sharded format) into `model`, in one process, and returns its
+    optimizer state in torch's own layout for `make_optimizer`'s parameter groups, which the
+    probes' optimizers share."""
     import torch
 
     from selectlab.train import checkpoints
@@ -162,7 +162,7 @@ def stage_training_state(checkpoint_dir: str | Path, model) -> tuple[dict, dict]
     one_process = Distributed(rank=0, local_rank=0, world_size=1, device=torch.device("cpu"))
     checkpoints.read_shards(found[-1][1], state, one_process)
     load_sharded_state(model, optimizer, state["model"], state["optimizer"])
-    return model.state_dict(), optimizer.state_dict()
+    return optimizer.state_dict()
 
 
 class Prober:
