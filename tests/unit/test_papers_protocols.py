@@ -188,3 +188,26 @@ def test_metarater_averages_recomputed_from_its_published_numbers():
         assert abs(sum(means.values()) / 3 - row["average"]) > 0.5
         rows += 1
     assert rows == 3
+
+
+@pytest.mark.parametrize("name", ["paper.yaml", "config.yaml", "../.test/config.yaml"])
+def test_metarater_table1_has_the_mates_baseline_in_the_papers_order(name):
+    """Meta-rater section 4.1 lists MATES as its seventh baseline, after FineWeb-Edu and before
+    PRRC; every shipped config with a MATES variant makes it a Table 1 row, evaluated on
+    Meta-rater's tasks, with one run (MATES trains once)."""
+    from selectlab.papers.plan import paper_plan
+
+    config = load_config(REPO / "config" / name)
+    mates = [v for v, spec in config["variants"].items() if spec["method"] == "mates"]
+    assert mates == ["mates"]
+    table1 = next(t for t in P.paper_tables(config) if t.name == "metarater_table1")
+    rows = list(table1.rows)
+    assert "mates" in rows
+    if "fineweb_edu_top" in rows:
+        assert rows.index("mates") == rows.index("fineweb_edu_top") + 1
+    after = [r for r in rows if r.startswith("prrc_") or r.startswith("metarater_")]
+    assert all(rows.index(r) > rows.index("mates") for r in after)
+    metarater = P.protocols(config)["metarater"]
+    wanted = {P.task_setting(config, metarater.tasks[t]).key for t in metarater.grouped_tasks}
+    assert wanted <= {s.key for s in P.variant_settings(config, "mates")}
+    assert paper_plan(config)["replicates"]["mates"] == ["mates"]
