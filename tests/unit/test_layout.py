@@ -1,4 +1,4 @@
-"""docs/layout.md against src/selectlab/layout.py: the doc lists every path the layout defines,
+"""docs/layout.md against src/selectlab/layout/: the doc lists every path the layout defines,
 names no path it does not, and names only rules that exist; the layout's functions give the
 paths the rules declare."""
 
@@ -80,6 +80,33 @@ def test_paths_take_the_run_directory_and_keep_unnamed_wildcards():
 
 
 def test_rules_spell_no_run_path_themselves():
-    # Only layout.py writes paths under results/: rule files call it.
+    # Only selectlab.layout writes paths under results/: rule files call it.
     for path in (REPO / "rules").glob("*.smk"):
         assert "results/" not in path.read_text(), path.name
+
+
+def test_each_stage_modules_paths_are_the_layouts():
+    """The paths live in one module per stage; `layout.X` is each of them, and every stage's
+    paths keep their place under the run directory."""
+    import inspect
+
+    from selectlab.layout import _corpus, _instruct, _labels, _mates, _outputs, _training
+
+    for module in (_corpus, _labels, _training, _instruct, _mates, _outputs):
+        functions = [f for _, f in inspect.getmembers(module, inspect.isfunction)
+                     if f.__module__ == module.__name__]
+        assert functions, module.__name__
+        for function in functions:
+            assert getattr(layout, function.__name__) is function
+    root = layout.run_dir("r")
+    assert layout.tokens(root) == "results/r/corpus/tokens/{shard}.npy"
+    assert layout.judge_labels(root, "qurating") == "results/r/judgments/qurating/labels.parquet"
+    assert layout.rater_metrics(root, "qurater") == "results/r/raters/qurater/metrics.json"
+    assert layout.snapshot(root, "uniform", "0.5") == (
+        "results/r/models/uniform/final/snapshots/f0.5")
+    assert layout.answers(root, "uniform") == "results/r/instruct/answers/uniform.parquet"
+    assert layout.mates_probes(root, "mates", 1, 0) == (
+        "results/r/mates/mates/stage1/probes/part0.parquet")
+    assert layout.paper_cells(root) == "results/r/tables/paper_cells.csv"
+    assert layout.caption("paper_table") == "report/paper_table.rst"
+    assert len(layout.patterns()) == 78
