@@ -215,7 +215,8 @@ def test_paper_figures_names_every_paper_table_and_figure(plan):
             "analysis_spearman.png", "analysis_dataman_pearson.png",
             "analysis_dataman_vs_nll.png"} <= names
     # Each paper's own tables, the comparison with their numbers and the claims lead.
-    assert {"qurating_table1.md", "qurating_table9.md", "dataman_table1.md", "dataman_table2.md",
+    assert {"qurating_table1.md", "qurating_table6.md", "qurating_table9.md", "dataman_table1.md",
+            "dataman_table2.md",
             "dataman_table12.md", "dataman_table13.md", "dataman_table14.md",
             "dataman_table15.md", "metarater_table1.md", "metarater_table3.md",
             "metarater_table4.md", "metarater_table13.md", "metarater_table19.md",
@@ -231,6 +232,9 @@ def test_paper_figures_names_every_paper_table_and_figure(plan):
     assert len(distributions) == 8  # every annotation family but the embedding
     weights = [path for path in job.inputs if path.endswith("weights.json")]
     assert len(weights) == len(cfg.metarater_fits(plan.config)) == 8
+    # QuRating Table 6 reads the trained QuRater's metrics.
+    (tables,) = [job for job in plan.jobs if job.rule == "paper_tables"]
+    assert "results/paper/raters/qurater/metrics.json" in tables.inputs
     # Every input is written by a planned job (the dry run would have failed otherwise).
     assert all(path.startswith("results/paper/") for path in job.inputs)
 

@@ -21,7 +21,12 @@ def json_list(text: str) -> list[str]:
 
 def tables(args) -> dict:
     from selectlab import layout
-    from selectlab.papers.cells import build_cells, read_curve_results, read_results
+    from selectlab.papers.cells import (
+        build_cells,
+        read_curve_results,
+        read_rater_records,
+        read_results,
+    )
     from selectlab.papers.plan import plan_runs
     from selectlab.papers.tables import all_paper_tables
     from selectlab.report.table_files import write_table
@@ -30,7 +35,7 @@ def tables(args) -> dict:
     plan, run_dir = args.params, args.run_dir
     perplexity, icl = read_results(run_dir, plan_runs(plan))
     curve_icl = read_curve_results(run_dir, plan.get("curve_runs", []))
-    cells = build_cells(plan, perplexity, icl, curve_icl)
+    cells = build_cells(plan, perplexity, icl, curve_icl, read_rater_records(run_dir, plan))
     atomic_write_bytes(Path(layout.paper_cells(run_dir)),
                        cells.to_csv(index=False, lineterminator="\n").encode("utf-8"))
     frames = all_paper_tables(plan, cells)
@@ -44,7 +49,7 @@ def tables(args) -> dict:
 def vs_published(args) -> dict:
     from selectlab.papers.cells import read_cells
     from selectlab.papers.plan import DIFFERENT_SCALE
-    from selectlab.papers.published import read_published
+    from selectlab.papers.published import read_published, tables_without_numbers
     from selectlab.papers.published import vs_published as compare
     from selectlab.report.table_files import write_table
 
@@ -52,6 +57,8 @@ def vs_published(args) -> dict:
     frame.attrs["decimals"] = {c: 2 for c in ("run", "low", "high", "published", "difference")}
     notes = [f"Every cell that both the run and a paper's table hold ({len(frame)} cells); "
              "difference = run - published; low/high: the run's 95% interval."]
+    notes += [f"Not compared, no published numbers: {name} ({why})."
+              for name, why in tables_without_numbers(args.published).items()]
     if args.scale == DIFFERENT_SCALE:
         notes.append("DIFFERENT SCALE: this run's corpus, models and tasks are not the papers'; "
                      "the comparison shows the shape of the tables, not a reproduction.")

@@ -22,6 +22,7 @@ from selectlab import layout as run_layout
 from selectlab.papers.estimates import Estimate, estimate
 from selectlab.papers.layouts import DATAMAN_SOURCE_ORDER, LAYOUTS, TableLayout
 from selectlab.papers.protocols import Protocol, Setting, parse_protocol
+from selectlab.papers.rater_comparison import rater_cells
 from selectlab.papers.scores import (
     Score,
     group_scores,
@@ -45,6 +46,12 @@ def read_results(run_dir: str, names: list[str]) -> tuple[dict, dict]:
     """(perplexity, icl) per run name from the run directory; None where a file is absent."""
     return ({n: read_json_or_none(Path(run_layout.perplexity(run_dir, n))) for n in names},
             {n: read_json_or_none(Path(run_layout.icl(run_dir, n))) for n in names})
+
+
+def read_rater_records(run_dir: str, plan: dict) -> dict:
+    """The metrics record of every rater a rater table compares (None where absent)."""
+    return {t["rater"]: read_json_or_none(Path(run_layout.rater_metrics(run_dir, t["rater"])))
+            for t in plan.get("rater_tables", [])}
 
 
 def read_curve_results(run_dir: str, curve_runs: list) -> dict:
@@ -153,9 +160,13 @@ def cell_record(table: str, block: str, variant: str, column: str, est: Estimate
 
 
 def build_cells(plan: dict, perplexity: Mapping, icl: Mapping,
-                curve_icl: Mapping | None = None) -> pd.DataFrame:
+                curve_icl: Mapping | None = None, raters: Mapping | None = None) -> pd.DataFrame:
+    """Every cell of the plan's tables; `raters` holds the metrics record of each rater a
+    rater table compares (None where absent)."""
     builder = CellBuilder(plan, perplexity, icl, curve_icl)
     records = [c for table in plan["tables"] for c in builder.table_cells(table)]
+    records += [c for entry in plan.get("rater_tables", [])
+                for c in rater_cells(entry, (raters or {}).get(entry["rater"]))]
     frame = pd.DataFrame(records, columns=CELL_COLUMNS)
     return frame.astype({c: "float64" for c in NUMBERS} | {"n": "int64"})
 

@@ -15,6 +15,8 @@ Kinds:
 
 * `curve`: the `summary` columns of each row at several points of its training (fractions of
   its tokens; 1.0 is the final model), Meta-rater Figure 1.
+* `rater`: QuRating Table 6, a row per way of training the QuRater, a column per criterion; its
+  rows are fixed by the paper, not variants (`selectlab.papers.rater_comparison`).
 
 Meta-rater's Figures 1-3 are charts; their numbers are laid out as tables too
 (`metarater_figure1` ...) and drawn from them.
@@ -52,6 +54,8 @@ LAYOUTS: dict[str, TableLayout] = {
     for layout in (
         TableLayout("qurating", "1", "summary",
                     "QuRating Table 1: perplexity and ICL per selection", perplexity=True),
+        TableLayout("qurating", "6", "rater",
+                    "QuRating Table 6: QuRater accuracy by training setup"),
         TableLayout("qurating", "9", "per_task", "QuRating Table 9: ICL per task"),
         TableLayout("dataman", "1", "summary",
                     "DataMan Table 1: perplexity and ICL per selection", perplexity=True),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from selectlab import layout
 from selectlab.papers import protocols as P
+from selectlab.papers.rater_comparison import comparison_plan
 from selectlab.replicates import replicate_names
 from selectlab.selection.resolve import resolve_selection
 
@@ -50,6 +51,7 @@ def paper_plan(config: dict) -> dict:
     return {
         "protocols": {name: specs[name] for name in specs if name in used},
         "tables": [table_plan(config, table) for table in tables],
+        "rater_tables": comparison_plan(config),
         "settings": {
             name: {task: P.task_setting(config, spec).key for task, spec in protocol.tasks.items()
                    if not P.uses_local_tasks(config) or task in stand.tasks}
@@ -73,7 +75,9 @@ def evaluated_variants(config: dict) -> list[str]:
 
 
 def result_inputs(plan: dict, root: str) -> list[str]:
-    """The files the per-paper tables read: each run's perplexity and ICL results, then the
-    ICL results of every training snapshot on a curve."""
+    """The files the per-paper tables read: each run's perplexity and ICL results, the ICL
+    results of every training snapshot on a curve, then the metrics of every rater a rater
+    table compares."""
     return ([path(root, run) for run in plan_runs(plan) for path in (layout.perplexity, layout.icl)]
-            + [layout.curve_icl(root, run, fraction) for run, fraction in plan["curve_runs"]])
+            + [layout.curve_icl(root, run, fraction) for run, fraction in plan["curve_runs"]]
+            + [layout.rater_metrics(root, t["rater"]) for t in plan.get("rater_tables", [])])

@@ -147,6 +147,8 @@ def paper_tables(config: dict) -> list[PaperTable]:
     tables = []
     for protocol in protocols(config).values():
         for table_id, spec in protocol.tables.items():
+            if "rater" in spec:  # rows are rater trainings (selectlab.papers.rater_comparison)
+                continue
             rows = table_rows(config, spec)
             if rows:
                 tables.append(PaperTable(protocol, layout(protocol.name, table_id), tuple(rows),

@@ -39,7 +39,20 @@ def read_published_table(path: Path) -> pd.DataFrame:
                             "variant": record["variant"], "row": record["row"],
                             "column": column, "published": value,
                             "source": record.get("source", "") or "the paper's table"})
-    return pd.DataFrame(records, columns=LONG_COLUMNS)
+    # Typed even when empty (a table without numbers), so the tables concatenate as numbers.
+    return pd.DataFrame(records, columns=LONG_COLUMNS).astype({"published": "float64"})
+
+
+def tables_without_numbers(paths: Iterable[Path]) -> dict[str, str]:
+    """Published tables whose CSV names rows but holds no number (the paper's numbers are not
+    in our copy), each with its `source` column, which says why."""
+    empty = {}
+    for path in sorted(map(Path, paths)):
+        if read_published_table(path).empty:
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+            sources = sorted(set(frame.get("source", pd.Series(dtype=str))) - {""})
+            empty[path.stem] = "; ".join(sources) or "no numbers"
+    return empty
 
 
 def read_published(paths: Iterable[Path]) -> pd.DataFrame:

@@ -11,6 +11,7 @@ import pandas as pd
 
 from selectlab.papers.layouts import LAYOUTS, TableLayout
 from selectlab.papers.protocols import Protocol, parse_protocol
+from selectlab.papers.rater_comparison import rater_table
 
 SCORE_DECIMALS = {"qurating": 1, "dataman": 1, "metarater": 2}
 PPL_DECIMALS = 2
@@ -127,4 +128,6 @@ def table_notes(layout: TableLayout, protocol: Protocol, plan: dict,
 
 
 def all_paper_tables(plan: dict, cells: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    return {t["name"]: paper_table(t, plan, cells) for t in plan["tables"]}
+    tables = {t["name"]: paper_table(t, plan, cells) for t in plan["tables"]}
+    return tables | {t["name"]: rater_table(t, cells, plan["scale"])
+                     for t in plan.get("rater_tables", [])}

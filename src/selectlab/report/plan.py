@@ -129,7 +129,8 @@ def report_plan(config: dict) -> ReportPlan:
 
     papers = paper_plan(config)
     return ReportPlan(metarater_figure_fits(config), rater_table_names(config),
-                      analysis_plan(config), [table["name"] for table in papers["tables"]],
+                      analysis_plan(config),
+                      [t["name"] for t in papers["tables"] + papers["rater_tables"]],
                       chart_names(papers), instruct_configured(config))
 
 
