@@ -15,6 +15,7 @@ from selectlab.papers.plan import evaluated_variants, paper_plan
 from selectlab.report.table_files import read_markdown_notes
 from tests.browser import chromium, inspect_report
 from tests.conftest import REPO
+from tests.unit.test_papers_rater_comparison import qurater_record
 from tests.unit.test_papers_tables import icl_result, ppl_result
 
 EMBEDDED = load_config(REPO / "config" / "config.yaml")
@@ -37,6 +38,11 @@ def run(tmp_path_factory):
         path = root / "eval" / run / "curve" / fraction / "icl.json"
         path.parent.mkdir(parents=True)
         path.write_text(json.dumps(icl_result(plan, {}, default=0.35)))
+    # The trained QuRater's held-out accuracy: educational value hardest (QuRating Table 6).
+    (root / "raters" / "qurater").mkdir(parents=True)
+    (root / "raters" / "qurater" / "metrics.json").write_text(json.dumps(qurater_record(
+        {"writing_style": 0.9, "facts_and_trivia": 0.85, "educational_value": 0.6,
+         "required_expertise": 0.8})))
     tables, figures = root / "tables", root / "figures"
     cells = str(tables / "paper_cells.csv")
     commands = [
@@ -55,7 +61,8 @@ def run(tmp_path_factory):
     ]
     for command in commands:
         assert main(command) == 0, command
-    names = [t["name"] for t in plan["tables"]] + ["vs_published", "claims"]
+    names = [t["name"] for t in plan["tables"] + plan["rater_tables"]] + ["vs_published",
+                                                                          "claims"]
     assert main(["report", "html", "--tables-dir", str(tables), "--figures-dir", str(figures),
                  "--captions-dir", str(REPO / "report"), "--title", "papers",
                  "--tables", *names, "--figures", *chart_names(plan),
@@ -77,6 +84,16 @@ def test_tables_comparison_and_claims_are_written(run):
     assert claims.loc["dataman_l5_beats_uniform_plus50", "verdict"] == "reproduced"
     assert claims.loc["dataman_l5_beats_uniform_plus50", "interval"] == "stderr"
     assert claims.loc["metarater_scales_up", "verdict"] == "not run"
+    # QuRating Table 6: the trained setup's row from raters/qurater/metrics.json, the rest not
+    # run; its published file has no numbers, which the comparison says.
+    table6 = pd.read_csv(tables / "qurating_table6.csv", keep_default_na=False)
+    assert table6.iloc[0].tolist() == ["Multi-task, from a pre-trained model", "90.0 ± 2.9",
+                                       "85.0 ± 3.5", "60.0 ± 4.8", "80.0 ± 3.9"]
+    assert set(table6.iloc[1:, 1:].to_numpy().ravel()) == {"not run"}
+    assert claims.loc["qurating_qurater_educational_value_hardest", "verdict"] == "reproduced"
+    assert claims.loc["qurating_qurater_pretrained_init_helps", "verdict"] == "not run"
+    assert any("no published numbers: qurating_table6" in note
+               for note in read_markdown_notes(tables / "vs_published.md"))
 
 
 @pytest.mark.skipif(chromium() is None, reason="chromium not installed: "
