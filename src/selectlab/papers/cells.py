@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from selectlab import layout as run_layout
-from selectlab.papers.estimates import Estimate, estimate
+from selectlab.papers.estimates import Estimate, cell_record, estimate
 from selectlab.papers.layouts import DATAMAN_SOURCE_ORDER, LAYOUTS, TableLayout
 from selectlab.papers.protocols import Protocol, Setting, parse_protocol
 from selectlab.papers.rater_comparison import rater_cells
@@ -151,12 +151,6 @@ class CellBuilder:
                     cells += self.row_cells(layout.name, key, v, tasks, key)
             return cells
         return [c for v in table_plan["rows"] for c in self.row_cells(layout.name, "", v, tasks)]
-
-
-def cell_record(table: str, block: str, variant: str, column: str, est: Estimate) -> dict:
-    return {"table": table, "block": block, "variant": variant, "column": column,
-            "mean": est.mean, "low": est.low, "high": est.high, "n": est.n, "se": est.se,
-            "basis": est.basis, "values": ";".join(repr(v) for v in est.values)}
 
 
 def build_cells(plan: dict, perplexity: Mapping, icl: Mapping,

@@ -86,3 +86,10 @@ def difference(a: Estimate, b: Estimate) -> Estimate:
         basis = STDERR if STDERR in (a.basis, b.basis) else REPLICATES
         return Estimate(mean, n, math.sqrt(a.se**2 + b.se**2), None, basis)
     return Estimate(mean, n, None, None, NONE)
+
+
+# One cell of a paper table as the cells file stores it (selectlab.papers.cells.CELL_COLUMNS).
+def cell_record(table: str, block: str, variant: str, column: str, est: Estimate) -> dict:
+    return {"table": table, "block": block, "variant": variant, "column": column,
+            "mean": est.mean, "low": est.low, "high": est.high, "n": est.n, "se": est.se,
+            "basis": est.basis, "values": ";".join(repr(v) for v in est.values)}

@@ -89,8 +89,7 @@ def accuracy_estimate(metrics: Mapping | None):
 
 def rater_cells(entry: dict, record: Mapping | None) -> list[dict]:
     """Table 6's cells: the trained row from the rater's metrics record, the others not run."""
-    from selectlab.papers.cells import cell_record
-    from selectlab.papers.estimates import estimate
+    from selectlab.papers.estimates import cell_record, estimate
 
     cells = []
     for setup in SETUPS:
