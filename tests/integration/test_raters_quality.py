@@ -143,6 +143,7 @@ def quality_config(path: Path) -> Path:
     config["variants"] = selection_variants()
     config.pop("metarater", None)
     config.pop("instruct", None)  # its comparison names variants this config replaces
+    config["evaluation"].pop("protocols", None)  # so do the papers' tables
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
 
