@@ -67,7 +67,7 @@ def generate(args) -> dict:
     prompts = [prompt_ids(tokenizer, template, text) for text in evaluation["instruction"]]
     started = time.perf_counter()
     if p["backend"] == "vllm":
-        device = "cuda"
+        device = "cuda" if args.gpus > 0 else "cpu"  # vLLM's CPU build runs without GPUs
         answers = g.generate_vllm(args.model, prompts, settings, gpus=args.gpus, **p["engine"])
     elif p["backend"] == "transformers":
         use_threads(args.threads)
