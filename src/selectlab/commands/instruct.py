@@ -91,7 +91,8 @@ def judge(args) -> dict:
     import pandas as pd
 
     from selectlab.instruct import compare
-    from selectlab.judge.run import RunSettings, summary_table
+    from selectlab.judge.factory import run_settings
+    from selectlab.judge.run import summary_table
     from selectlab.shards import atomic_path
 
     p = args.params
@@ -101,9 +102,9 @@ def judge(args) -> dict:
         frame = pd.read_parquet(path)
         answers[str(frame["variant"].iloc[0]) if len(frame) else Path(path).stem] = frame
     backend = build_judge(p, evaluation, answers, args.gpus)
-    run = RunSettings(max_attempts=p["max_attempts"],
-                      retry_temperature=p["backend"].get("retry_temperature", 0.7),
-                      batch_size=p["backend"].get("batch_size", 16))
+    # As the judge stage's: retries, batches and an API judge's price, which makes the
+    # summary's cost_usd (answer judging's cost; it records no FLOPs).
+    run = run_settings({"max_attempts": p["max_attempts"]}, p["backend"])
     table, asked = compare.judge_comparison(evaluation, answers, p["variants"], p["reference"],
                                             compare.Settings(**p["settings"]), backend,
                                             args.cache, run)

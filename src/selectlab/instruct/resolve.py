@@ -185,7 +185,8 @@ def answer_judging_cost_note(config: dict) -> list[str]:
     if backend["kind"] == "reference":
         cost = "the reference-based judge runs no model"
     elif backend["kind"] == "openai":
-        cost = f"the API judge is paid per token: `cost_usd` in {where}"
+        cost = (f"the API judge is paid per token: its tokens and `cost_usd` are in {where} "
+                "(at instruct.judge.backend.price_per_1k_tokens; 0 USD when no price is set)")
     else:
         cost = f"its tokens and query time are in {where}"
     return [f"SFT: fine-tuning (training FLOPs) and answer generation (inference FLOPs) of "
