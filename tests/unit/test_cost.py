@@ -179,6 +179,7 @@ def test_the_cost_tables_say_answer_judging_has_no_flops():
     assert "reference-based judge runs no model" in offline
     (paper,) = table_roles(load_config(REPO / "config/paper.yaml"))["notes"]
     assert "openai judge gpt-4-0314" in paper and "cost_usd" in paper
+    assert "{" not in paper  # the roles are a rule's param: braces would read as wildcards
 
 
 def test_table_roles_place_proxies_and_mates_stages(tmp_path):

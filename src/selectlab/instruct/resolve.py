@@ -181,7 +181,7 @@ def answer_judging_cost_note(config: dict) -> list[str]:
     if not configured(config):
         return []
     backend = config["instruct"]["judge"]["backend"]
-    where = "instruct/judgments/{comparison}/summary.csv"
+    where = "instruct/judgments/*/summary.csv"  # no braces: rules pass this as a param
     if backend["kind"] == "reference":
         cost = "the reference-based judge runs no model"
     elif backend["kind"] == "openai":
