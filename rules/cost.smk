@@ -4,6 +4,7 @@
 from selectlab.cost import roles as cost_roles
 
 COST_ROLES = cost_roles.table_roles(config)
+INSTRUCT_COST = instruct_cfg.cost_inputs(config, RUN)
 COST_TARGETS = expand(layout.table(RUN), name=report_cfg.COST_TABLES, ext="md")
 THROUGHPUT = config.get("cost", {}).get("throughput", "profiles/slurm/throughput.yaml")
 
@@ -18,6 +19,8 @@ rule cost_table:
         + expand(layout.family_throughput(RUN, ext="csv"), family=MATES_FAMILIES),
         judgments=expand(layout.judge_summary(RUN), protocol=PROTOCOLS),
         mates=mates_cfg.cost_inputs(config, RUN),
+        sft=INSTRUCT_COST["sft"],
+        generation=INSTRUCT_COST["generation"],
     output:
         expand(layout.table(RUN), name=report_cfg.COST_TABLES, ext=["csv", "md"]),
     log:
@@ -34,7 +37,8 @@ rule cost_table:
         "selectlab cost table --params {params.cfg:q} --models {input.models}"
         " --evaluations {input.evaluations} --raters {input.raters}"
         " --annotation {input.annotation} --judgments {input.judgments}"
-        " --mates {input.mates} --out-dir {params.out_dir} > {log} 2>&1"
+        " --mates {input.mates} --sft {input.sft} --generation {input.generation}"
+        " --out-dir {params.out_dir} > {log} 2>&1"
 
 
 rule cost_plan:

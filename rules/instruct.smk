@@ -88,7 +88,8 @@ if INSTRUCT:
             model=layout.sft_model(RUN),
             eval=layout.instruct_eval(RUN),
         output:
-            layout.answers(RUN),
+            answers=layout.answers(RUN),
+            metrics=layout.answers_metrics(RUN),
         log:
             layout.job_log(RUN, "generate", "{variant}"),
         benchmark:
@@ -103,7 +104,8 @@ if INSTRUCT:
         shell:
             "selectlab instruct generate --model {input.model} --eval {input.eval}"
             " --variant {wildcards.variant} --params {params.cfg:q} --gpus {resources.gpu}"
-            " --threads {threads} --out {output} > {log} 2>&1"
+            " --threads {threads} --out {output.answers}"
+            " --out-metrics {output.metrics} > {log} 2>&1"
 
     rule judge_answers:
         input:

@@ -477,7 +477,7 @@ def test_cost_tables_count_every_model_stage_with_the_flops_of_each_job(run_dir,
     cost = pd.read_csv(run_dir / "tables/cost.csv")
     totals = cost[cost["item"] == "all"].set_index("stage")
     for stage in ("rater training", "annotation", "Meta-rater construction", "MATES selection",
-                  "pre-training", "evaluation"):
+                  "pre-training", "SFT", "evaluation"):
         assert float(totals.loc[stage, "flops"]) > 0, stage
     assert float(totals.loc["judging", "flops"]) == 0.0  # the simulated judge runs no model
     # Pre-training's FLOPs: 6ND + attention from the model's shape and the tokens it trained on.
@@ -487,6 +487,32 @@ def test_cost_tables_count_every_model_stage_with_the_flops_of_each_job(run_dir,
     assert card["cost"]["flops"] == pytest.approx(training_flops(shape, card["tokens"]))
     uniform = cost[(cost["stage"] == "pre-training") & (cost["item"] == "uniform")]
     assert float(uniform["flops"].iloc[0]) == pytest.approx(card["cost"]["flops"], rel=1e-3)
+    # SFT: each fine-tuned variant's fine-tuning (6ND + attention over every step's prompt and
+    # response tokens, n_ctx = max_seq_len) and its answers (2ND over prompts and answers).
+    spec = config["instruct"]["comparisons"]["qurating"]
+    tuned = [spec["reference"], *spec["variants"]]
+    sft = cost[cost["stage"] == "SFT"].set_index("item")
+    assert sorted(sft.index) == sorted([*tuned, "all"])
+    sft_settings = config["instruct"]["sft"]
+    for variant in tuned:
+        model_dir = run_dir / f"instruct/sft/{variant}/model"
+        trained = json.loads((model_dir / "sft_card.json").read_text())["cost"]
+        shape = config_shape(AutoConfig.from_pretrained(model_dir), sft_settings["max_seq_len"])
+        assert trained["flops"] == pytest.approx(training_flops(shape, trained["tokens"]))
+        # At most every pair of every epoch at its cap; more than the response tokens alone.
+        assert trained["response_tokens"] < trained["tokens"] <= (
+            sft_settings["epochs"] * config["instruct"]["data"]["train_pairs"]
+            * sft_settings["max_seq_len"])
+        answered = json.loads((run_dir / f"instruct/answers/{variant}.metrics.json")
+                              .read_text())["cost"]
+        answers = pd.read_parquet(run_dir / f"instruct/answers/{variant}.parquet")
+        assert answered["answer_tokens"] == answers["answer_tokens"].sum()
+        assert answered["kind"] == "inference" and answered["flops"] > 0
+        assert float(sft.loc[variant, "flops"]) == pytest.approx(
+            trained["flops"] + answered["flops"], rel=1e-3)
+        assert int(sft.loc[variant, "jobs"]) == 2  # sft and generate
+    # The reference-based judge of the answers runs no model: the tables say so, no FLOPs.
+    assert "reference-based judge runs no model" in (run_dir / "tables/cost.md").read_text()
     throughput = pd.read_csv(run_dir / "tables/annotation_throughput.csv").set_index("family")
     assert throughput.loc["signals", "flops"] == 0 and throughput.loc["qurater", "flops"] > 0
     table2 = pd.read_csv(run_dir / "tables/cost_metarater_table2.csv").set_index("item")

@@ -40,7 +40,8 @@ def test_vllm_answers_match_transformers_greedy_answers(tmp_path):
     done = subprocess.run(
         [str(VLLM_PYTHON), "-m", "selectlab.cli", "instruct", "generate", "--model", model,
          "--eval", str(tmp_path / "eval.parquet"), "--variant", "tiny", "--params",
-         json.dumps(params), "--out", str(tmp_path / "answers.parquet")],
+         json.dumps(params), "--out", str(tmp_path / "answers.parquet"),
+         "--out-metrics", str(tmp_path / "answers.metrics.json")],
         capture_output=True, text=True, timeout=900, cwd=tmp_path,
         env=os.environ | {"VLLM_CPU_KVCACHE_SPACE": "2"})
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -51,6 +52,10 @@ def test_vllm_answers_match_transformers_greedy_answers(tmp_path):
     prompts = [prompt_ids(tokenizer, template, text) for text in evaluation["instruction"]]
     expected = generate_transformers(model, prompts, GenerateSettings(**settings))
     assert answers["answer_tokens"].tolist() == [a.tokens for a in expected]
+    # The job's cost: one forward pass over every prompt and answer token.
+    cost = json.loads((tmp_path / "answers.metrics.json").read_text())["cost"]
+    assert cost["tokens"] == sum(map(len, prompts)) + answers["answer_tokens"].sum()
+    assert cost["device"] == "cpu" and cost["gpu_hours"] == 0.0 and cost["flops"] > 0
     # Two engines' float32 kernels may part where a random model's top two logits nearly tie.
     same = sum(a == e.text for a, e in zip(answers["answer"], expected, strict=True))
     assert same >= len(expected) - 1, (answers["answer"].tolist(), [e.text for e in expected])

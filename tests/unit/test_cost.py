@@ -14,7 +14,7 @@ from selectlab.cost.measured import measured_costs
 from selectlab.cost.plan import plan_frames
 from selectlab.cost.roles import CONSTRUCTION, EVALUATION, PRETRAINING, table_roles
 from selectlab.cost.tables import metarater_table2, stage_table, variant_table
-from selectlab.flops import preset_shape, training_flops
+from selectlab.flops import inference_flops, preset_shape, training_flops
 
 REPO = Path(__file__).resolve().parents[2]
 THROUGHPUT = yaml.safe_load((REPO / "profiles/slurm/throughput.yaml").read_text())
@@ -75,9 +75,14 @@ def run(tmp_path) -> dict:
              "mates_families": {"mates__influence2": "mates"}, "variants": ["uniform", "mates",
                                                                             "meta"],
              "variant_searches": {"meta": "s"}, "main_preset": "p"}
+    sft = [write(tmp_path / f"instruct/sft/{v}/model/sft_card.json", {"cost": cost(8.0)}).parent
+           for v in ("uniform", "mates")]
+    generation = [write(tmp_path / f"instruct/answers/{v}.metrics.json",
+                        {"variant": v, "cost": cost(0.5)}) for v in ("uniform", "mates")]
     costs = measured_costs(models=models + [tmp_path / "models/mates/final"],
                            evaluations=evaluations, raters=raters, annotation=annotation,
-                           judgments=judgments, mates=mates, roles=roles)
+                           judgments=judgments, mates=mates, sft=sft, generation=generation,
+                           roles=roles)
     return {"costs": costs, "roles": roles}
 
 
@@ -90,8 +95,15 @@ def test_every_job_lands_in_its_stage_and_the_totals_add_up(run):
     assert table.loc[("MATES selection", "mates"), "jobs"] == 3
     assert table.loc[("Meta-rater construction", "all"), "flops"] == 1.0 + 1.0 + 5.0 + 5.0
     assert table.loc[("pre-training", "mates"), "flops"] == 100.0  # both stages, no copy
+    assert table.loc[("SFT", "uniform"), "flops"] == 8.0 + 0.5  # fine-tuning and answers
+    assert table.loc[("SFT", "all"), "jobs"] == 4
     assert table.loc[("all", "all"), "flops"] == pytest.approx(
-        20 + 30 + 50 + 12 + 12 + 200 + 15)
+        20 + 30 + 50 + 12 + 12 + 200 + 2 * 8.5 + 15)
+    sft = run["costs"][run["costs"]["stage"] == "SFT"].set_index("job")
+    assert sft.loc["sft mates", "variant"] == sft.loc["generate mates", "item"] == "mates"
+    assert list(table.index.get_level_values("stage").unique()) == [
+        "judging", "rater training", "annotation", "Meta-rater construction",
+        "MATES selection", "pre-training", "SFT", "evaluation", "all"]
     assert table.loc[("all", "all"), "gpu_hours"] == pytest.approx(4 + 1 + 3 + 5 * 2.0)
 
 
@@ -101,7 +113,8 @@ def test_variants_carry_their_own_selection_cost_and_table_2_gives_ratios(run):
     assert by.loc["uniform", "selection_flops"] == 0.0
     assert by.loc["mates", "selection_flops"] == 12.0  # probes, fit and influence annotation
     assert by.loc["meta", "selection_flops"] == 12.0  # its search's proxies, shared
-    assert by.loc["mates", "total_flops"] == 12.0 + 100.0 + 5.0
+    assert by.loc["mates", "sft_flops"] == 8.5 and by.loc["meta", "sft_flops"] == 0.0
+    assert by.loc["mates", "total_flops"] == 12.0 + 100.0 + 8.5 + 5.0
     table2 = metarater_table2(run["costs"], run["roles"]["models"], ["uniform", "mates", "meta"],
                               "p").set_index("item")
     assert table2.loc["quality scores rating", "flops"] == 100.0
@@ -117,7 +130,7 @@ def test_the_paper_plan_costs_every_stage_with_the_hand_computed_pretraining():
     jobs, stages = frames["jobs"], frames["stages"].set_index("stage")
     assert set(stages.index) == {"judging", "rater training", "annotation",
                                  "Meta-rater construction", "MATES selection", "pre-training",
-                                 "evaluation", "all"}
+                                 "SFT", "evaluation", "all"}
     uniform = jobs[jobs["job"] == "pretrain uniform"].iloc[0]
     shape = preset_shape(config["models"]["presets"]["llama_1b3"], 32000, 1024)
     assert uniform["flops"] == pytest.approx(training_flops(shape, 30_000_000_000))
@@ -139,6 +152,34 @@ def test_the_tests_only_plan_runs_on_cpu_from_the_embedded_sources():
     assert stages.loc["all", "flops"] > 0 and stages.loc["all", "gpu_hours"] == 0.0
     assert stages.loc["judging", "flops"] == 0.0  # the simulated judge runs no model
     assert stages.loc["MATES selection", "jobs"] == 2 + 1 + 2  # probes, fit, annotation
+
+
+def test_the_plan_fine_tunes_and_answers_with_every_instruct_variant():
+    config = load_config(REPO / ".test/config.yaml")
+    jobs = plan_frames(config, THROUGHPUT)["jobs"]
+    sft = jobs[jobs["stage"] == "SFT"].set_index("job")
+    assert list(sft.index) == ["sft uniform", "generate uniform", "sft uniform_plus50",
+                               "generate uniform_plus50"]
+    # 400 pairs in batches of 16: 25 steps an epoch, 10 epochs, 4,000 examples of at most 128
+    # tokens; 40 answers of a 96-token prompt (128 - 32) and 32 new tokens.
+    shape = preset_shape(config["models"]["presets"]["tiny"], 2048, 128)
+    assert sft.loc["sft uniform", "tokens"] == 4000 * 128
+    assert sft.loc["sft uniform", "flops"] == pytest.approx(training_flops(shape, 512_000))
+    assert sft.loc["generate uniform", "tokens"] == 40 * (96 + 32)
+    assert sft.loc["generate uniform", "flops"] == pytest.approx(
+        inference_flops(shape, 40 * 128))
+    paper = plan_frames(load_config(REPO / "config/paper.yaml"), THROUGHPUT)["jobs"]
+    tuned = paper[paper["job"] == "sft uniform"].iloc[0]
+    assert tuned["tokens"] == 3 * 78 * 128 * 1024  # 10,000 pairs: 78 whole batches of 128
+    assert tuned["gpus"] == 1 and tuned["gpu_hours"] > 0
+
+
+def test_the_cost_tables_say_answer_judging_has_no_flops():
+    (offline,) = table_roles(load_config(REPO / ".test/config.yaml"))["notes"]
+    assert "reference-based judge runs no model" in offline
+    (paper,) = table_roles(load_config(REPO / "config/paper.yaml"))["notes"]
+    assert "openai judge gpt-4-0314" in paper and "cost_usd" in paper
+    assert "{" not in paper  # the roles are a rule's param: braces would read as wildcards
 
 
 def test_table_roles_place_proxies_and_mates_stages(tmp_path):

@@ -3,14 +3,22 @@ fine-tuned model beats the same model without fine-tuning before the reference-b
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 import torch
 from conftest import save_random_llama
 
+from selectlab.flops import inference_flops, module_shape, training_flops
 from selectlab.instruct import compare, sft
 from selectlab.instruct.data import instruction_id
-from selectlab.instruct.generate import GenerateSettings, answers_table, generate_transformers
+from selectlab.instruct.generate import (
+    GenerateSettings,
+    answers_table,
+    generate_transformers,
+    generation_cost,
+)
 from selectlab.instruct.reference_judge import ReferenceOverlapJudge
 from selectlab.instruct.template import IGNORE, ChatTemplate, prompt_ids, training_example
 from selectlab.judge.run import RunSettings
@@ -103,6 +111,13 @@ def test_a_killed_run_resumes_to_the_same_model(tmp_path, base_model, monkeypatc
     a = load_file(tmp_path / "whole" / "model.safetensors")
     b = load_file(tmp_path / "resumed" / "model.safetensors")
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+    # The resumed run counts the FLOPs of all 12 steps, its first attempt's 5 included: 16
+    # pairs in batches of 8 are every pair once per epoch, 6 epochs.
+    tokenizer = load_tokenizer(base_model)
+    per_epoch = sum(len(training_example(tokenizer, TEMPLATE, row.instruction, row.response,
+                                         64)[0]) for row in pairs(WORDS[:16]).itertuples())
+    assert whole["cost"]["tokens"] == resumed["cost"]["tokens"] == 6 * per_epoch
+    assert resumed["cost"]["flops"] == whole["cost"]["flops"] > 0
     # Other settings: the old checkpoints are not resumed from.
     other = sft.finetune(base_model, train, TEMPLATE, settings(lr=5e-3), tmp_path / "other",
                          tmp_path / "ck", tmp_path / "other.csv")
@@ -144,3 +159,63 @@ def test_batched_greedy_answers_equal_one_at_a_time(tmp_path, base_model, tokeni
     assert batched == single
     with pytest.raises(ValueError, match="exceeds the model's context"):
         generate_transformers(base_model, prompts, GenerateSettings(9000))
+
+
+def test_the_sft_card_records_training_flops_of_the_tokens_of_every_step(tmp_path, base_model,
+                                                                         tokenizer):
+    train = pairs(WORDS[:8])
+    train.to_parquet(tmp_path / "train.parquet")
+    card = sft.finetune(base_model, tmp_path / "train.parquet", TEMPLATE,
+                        settings(epochs=2, batch_sequences=4, micro_batch_sequences=2),
+                        tmp_path / "tuned", tmp_path / "ck", tmp_path / "log.csv")
+    lengths = [len(training_example(tokenizer, TEMPLATE, row.instruction, row.response, 64)[0])
+               for row in train.itertuples()]
+    tokens = 2 * sum(lengths)  # 8 pairs, 2 batches of 4 per epoch: each pair once an epoch
+    # By hand: hidden 32, one layer, MLP 64, untied vocab V: N = 4·32² + 3·32·64 + 2·32 (the
+    # layer) + 32 (final norm) + 32·V (output projection; the input lookup is not a product).
+    n = 4 * 32 * 32 + 3 * 32 * 64 + 2 * 32 + 32 + 32 * len(tokenizer)
+    per_token = 2 * n + 2 * 1 * 64 * 32  # attention at n_ctx = max_seq_len 64
+    cost = card["cost"]
+    assert cost["kind"] == "train" and cost["tokens"] == tokens
+    assert cost["flops"] == pytest.approx(3 * per_token * tokens)
+    from transformers import LlamaForCausalLM
+
+    model = LlamaForCausalLM.from_pretrained(tmp_path / "tuned")
+    assert cost["flops"] == pytest.approx(training_flops(module_shape(model, 64), tokens))
+    assert cost["device"] == "cpu" and cost["gpus"] == 0 and cost["gpu_hours"] == 0.0
+    assert cost["wall_hours"] > 0
+    log = pd.read_csv(tmp_path / "log.csv")
+    assert cost["response_tokens"] == log["tokens"].sum() < tokens
+    written = json.loads((tmp_path / "tuned" / "sft_card.json").read_text())
+    assert written["cost"]["flops"] == cost["flops"]
+
+
+def test_processed_tokens_leave_out_each_epoch_s_dropped_example():
+    examples = [([0] * n, [IGNORE] * n) for n in range(1, 14)]  # lengths 1..13, 91 in all
+    s = settings(batch_sequences=4)
+    steps = 3 * s.steps_per_epoch(13)  # 3 epochs of 3 batches: one example left out each
+    expected = 0
+    for epoch in range(3):
+        used = {i for step in range(3 * epoch, 3 * epoch + 3)
+                for i in sft.batch_indices(step, 13, s)[1]}
+        (dropped,) = set(range(13)) - used
+        expected += 91 - (dropped + 1)
+    assert sft.processed_tokens(examples, s, steps) == expected
+    assert sft.processed_tokens(examples, s, 2) == sum(
+        len(examples[i][0]) for step in range(2) for i in sft.batch_indices(step, 13, s)[1])
+
+
+def test_generation_cost_counts_prompt_and_answer_tokens(base_model, tokenizer):
+    from transformers import LlamaForCausalLM
+
+    prompts = [prompt_ids(tokenizer, TEMPLATE, f"Tell me about the {w}.") for w in WORDS[:3]]
+    g = GenerateSettings(max_new_tokens=6, batch_size=2)
+    answers = generate_transformers(base_model, prompts, g)
+    cost = generation_cost(base_model, prompts, answers, g, 2.0, "cpu", 0)
+    tokens = sum(len(p) for p in prompts) + sum(a.tokens for a in answers)
+    context = max(len(p) for p in prompts) + 6
+    shape = module_shape(LlamaForCausalLM.from_pretrained(base_model), context)
+    assert cost["kind"] == "inference" and cost["tokens"] == tokens
+    assert cost["answer_tokens"] == sum(a.tokens for a in answers)
+    assert cost["flops"] == pytest.approx(inference_flops(shape, tokens))
+    assert cost["seconds"] == 2.0 and cost["gpu_hours"] == 0.0

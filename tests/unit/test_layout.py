@@ -105,8 +105,10 @@ def test_each_stage_modules_paths_are_the_layouts():
     assert layout.snapshot(root, "uniform", "0.5") == (
         "results/r/models/uniform/final/snapshots/f0.5")
     assert layout.answers(root, "uniform") == "results/r/instruct/answers/uniform.parquet"
+    assert layout.answers_metrics(root, "uniform") == (
+        "results/r/instruct/answers/uniform.metrics.json")
     assert layout.mates_probes(root, "mates", 1, 0) == (
         "results/r/mates/mates/stage1/probes/part0.parquet")
     assert layout.paper_cells(root) == "results/r/tables/paper_cells.csv"
     assert layout.caption("paper_table") == "report/paper_table.rst"
-    assert len(layout.patterns()) == 78
+    assert len(layout.patterns()) == 79

@@ -22,7 +22,8 @@ def table(args) -> dict:
     roles = args.params
     costs = measured_costs(models=args.models, evaluations=args.evaluations, raters=args.raters,
                            annotation=args.annotation, judgments=args.judgments,
-                           mates=args.mates, roles=roles)
+                           mates=args.mates, sft=args.sft, generation=args.generation,
+                           roles=roles)
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     variants = list(roles["variants"])
@@ -33,7 +34,8 @@ def table(args) -> dict:
                                                   roles["main_preset"]),
     }
     for stem, frame in tables.items():
-        write_table(with_decimals(frame), out / f"{stem}.csv", out / f"{stem}.md", NOTES)
+        write_table(with_decimals(frame), out / f"{stem}.csv", out / f"{stem}.md",
+                    NOTES + list(roles.get("notes", [])))
     total = tables["cost"].iloc[-1]
     return {"jobs": int(total["jobs"]), "flops": float(total["flops"]),
             "gpu_hours": float(total["gpu_hours"])}
@@ -76,6 +78,9 @@ def register(stages) -> None:
     p.add_argument("--annotation", nargs="*", default=[], help="throughput tables (CSV)")
     p.add_argument("--judgments", nargs="*", default=[], help="judgments/*/summary.csv")
     p.add_argument("--mates", nargs="*", default=[], help="MATES probe and fit metrics")
+    p.add_argument("--sft", nargs="*", default=[], help="instruct/sft/*/model directories")
+    p.add_argument("--generation", nargs="*", default=[],
+                   help="instruct/answers/*.metrics.json")
     p.add_argument("--out-dir", required=True)
     p = add_action(actions, "plan", plan, "estimate a config's FLOPs and GPU-hours per job")
     given = p.add_mutually_exclusive_group(required=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from selectlab.commands import add_action, json_arg
@@ -43,8 +44,10 @@ def sft(args) -> dict:
     use_threads(args.threads)
     card = finetune(args.model, args.train, ChatTemplate(**args.params["template"]),
                     SFTSettings.from_dict(args.params["settings"]), args.out_dir,
-                    args.checkpoint_dir, args.log_csv, device=select_device(args.gpus))
-    return {"steps": card["steps"], "final_loss": round(card["final_loss"], 4)}
+                    args.checkpoint_dir, args.log_csv, device=select_device(args.gpus),
+                    gpus=args.gpus)
+    return {"steps": card["steps"], "final_loss": round(card["final_loss"], 4),
+            "flops": card["cost"]["flops"]}
 
 
 def generate(args) -> dict:
@@ -53,7 +56,7 @@ def generate(args) -> dict:
     from selectlab.devices import select_device, visible_devices
     from selectlab.instruct import generate as g
     from selectlab.instruct.template import ChatTemplate, prompt_ids
-    from selectlab.shards import atomic_path
+    from selectlab.shards import atomic_path, write_json
     from selectlab.tokens import load_tokenizer
 
     p = args.params
@@ -62,26 +65,34 @@ def generate(args) -> dict:
     evaluation = pd.read_parquet(args.eval)
     tokenizer, template = load_tokenizer(args.model), ChatTemplate(**p["template"])
     prompts = [prompt_ids(tokenizer, template, text) for text in evaluation["instruction"]]
+    started = time.perf_counter()
     if p["backend"] == "vllm":
+        device = "cuda" if args.gpus > 0 else "cpu"  # vLLM's CPU build runs without GPUs
         answers = g.generate_vllm(args.model, prompts, settings, gpus=args.gpus, **p["engine"])
     elif p["backend"] == "transformers":
         use_threads(args.threads)
-        answers = g.generate_transformers(args.model, prompts, settings,
-                                          device=select_device(args.gpus))
+        device = select_device(args.gpus)
+        answers = g.generate_transformers(args.model, prompts, settings, device=device)
     else:
         raise ValueError(f"unknown generation backend {p['backend']!r}; known: {g.BACKENDS}")
+    cost = g.generation_cost(args.model, prompts, answers, settings,
+                             time.perf_counter() - started, device, args.gpus)
     table = g.answers_table(evaluation["id"].tolist(), args.variant, answers, p["backend"])
     with atomic_path(args.out) as tmp:
         table.to_parquet(tmp, index=False)
-    return {"answers": len(table), "finished": int(table["finished"].sum()),
-            "mean_tokens": round(float(table["answer_tokens"].mean()), 1)}
+    summary = {"answers": len(table), "finished": int(table["finished"].sum()),
+               "mean_tokens": round(float(table["answer_tokens"].mean()), 1)}
+    write_json(args.out_metrics, {"variant": args.variant, "backend": p["backend"]}
+               | summary | {"cost": cost})
+    return summary | {"flops": cost["flops"]}
 
 
 def judge(args) -> dict:
     import pandas as pd
 
     from selectlab.instruct import compare
-    from selectlab.judge.run import RunSettings, summary_table
+    from selectlab.judge.factory import run_settings
+    from selectlab.judge.run import summary_table
     from selectlab.shards import atomic_path
 
     p = args.params
@@ -91,9 +102,9 @@ def judge(args) -> dict:
         frame = pd.read_parquet(path)
         answers[str(frame["variant"].iloc[0]) if len(frame) else Path(path).stem] = frame
     backend = build_judge(p, evaluation, answers, args.gpus)
-    run = RunSettings(max_attempts=p["max_attempts"],
-                      retry_temperature=p["backend"].get("retry_temperature", 0.7),
-                      batch_size=p["backend"].get("batch_size", 16))
+    # As the judge stage's: retries, batches and an API judge's price, which makes the
+    # summary's cost_usd (answer judging's cost; it records no FLOPs).
+    run = run_settings({"max_attempts": p["max_attempts"]}, p["backend"])
     table, asked = compare.judge_comparison(evaluation, answers, p["variants"], p["reference"],
                                             compare.Settings(**p["settings"]), backend,
                                             args.cache, run)
@@ -167,6 +178,8 @@ def register(stages) -> None:
     p.add_argument("--gpus", type=int, default=0)
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's choice)")
     p.add_argument("--out", required=True)
+    p.add_argument("--out-metrics", required=True,
+                   help="counts and the job's cost (instruct/answers/{variant}.metrics.json)")
     p = add_action(actions, "judge", judge, "judge variants' answers against a reference's")
     p.add_argument("--eval", required=True)
     p.add_argument("--answers", nargs="+", required=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from selectlab.cost.roles import ANNOTATION, JUDGING, MATES, RATER_TRAINING
+from selectlab.cost.roles import ANNOTATION, JUDGING, MATES, RATER_TRAINING, SFT
 
 COLUMNS = ["stage", "item", "variant", "job", "flops", "metarater_flops", "tokens", "gpu_hours",
            "wall_hours", "device"]
@@ -111,14 +111,35 @@ def mates_rows(paths: Sequence[str | Path]) -> list[dict]:
     return rows
 
 
+def sft_rows(model_dirs: Sequence[str | Path]) -> list[dict]:
+    """instruct/sft/{variant}/model: the fine-tuning's cost in its sft_card.json."""
+    rows = []
+    for directory in model_dirs:
+        variant = Path(directory).parent.name
+        card = read_json(Path(directory) / "sft_card.json")
+        rows.append(cost_row(SFT, variant, variant, f"sft {variant}", card.get("cost")))
+    return rows
+
+
+def generation_rows(paths: Sequence[str | Path]) -> list[dict]:
+    """instruct/answers/{variant}.metrics.json: the answers' generation."""
+    rows = []
+    for path in paths:
+        record = read_json(path)
+        variant = record["variant"]
+        rows.append(cost_row(SFT, variant, variant, f"generate {variant}", record.get("cost")))
+    return rows
+
+
 def measured_costs(*, models: Sequence[str | Path] = (), evaluations: Sequence[str | Path] = (),
                    raters: Sequence[str | Path] = (), annotation: Sequence[str | Path] = (),
                    judgments: Sequence[str | Path] = (), mates: Sequence[str | Path] = (),
+                   sft: Sequence[str | Path] = (), generation: Sequence[str | Path] = (),
                    roles: Mapping[str, Mapping]) -> pd.DataFrame:
     """Every job's cost row; `roles` is selectlab.cost.roles' {"models", "evaluations",
     "mates_families"} for the run's config."""
     rows = (judge_rows(judgments) + rater_rows(raters)
             + annotation_rows(annotation, roles["mates_families"]) + mates_rows(mates)
-            + model_rows(models, roles["models"])
+            + model_rows(models, roles["models"]) + sft_rows(sft) + generation_rows(generation)
             + evaluation_rows(evaluations, roles["evaluations"]))
     return pd.DataFrame(rows, columns=COLUMNS)

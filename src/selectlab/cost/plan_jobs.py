@@ -10,7 +10,10 @@ Token counts per job, by stage (upper bounds where the config gives caps):
 - Meta-rater construction: every proxy's budget (training) and perplexity evaluation;
 - MATES: per probe one step on a unit and one pass over the reference set; the influence model's
   training; its pass over the pool's units;
-- pre-training: the variant's budget; evaluation: held-out perplexity and ICL tokens.
+- pre-training: the variant's budget; evaluation: held-out perplexity and ICL tokens;
+- SFT, per fine-tuned variant: the examples of every step (epochs x whole batches of
+  `batch_sequences`) at `max_seq_len` tokens each, and the answers: each evaluation
+  instruction's prompt at its cap plus `max_new_tokens` (answer judging has no FLOPs here).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from selectlab.cost.roles import (
     MATES,
     PRETRAINING,
     RATER_TRAINING,
+    SFT,
     proxies_trained,
 )
 from selectlab.cost.sizes import PlannedJob, Sizes, gpu_of
@@ -237,6 +241,32 @@ def mates_jobs(config: dict, sizes: Sizes, throughput: dict) -> list[PlannedJob]
     return jobs
 
 
+def instruct_jobs(config: dict, sizes: Sizes, throughput: dict) -> list[PlannedJob]:
+    """Fine-tuning and answer generation of every instruction-following variant."""
+    from selectlab.instruct import resolve as instruct
+    from selectlab.train.resolve import preset_name
+
+    if not instruct.configured(config):
+        return []
+    section = config["instruct"]
+    sft, pairs = section["sft"], section["data"]["train_pairs"]
+    # selectlab.instruct.sft: a short last batch of each epoch is dropped.
+    examples = sft["epochs"] * (pairs // sft["batch_sequences"]) * sft["batch_sequences"]
+    answered = section["data"]["eval_instructions"]
+    context = instruct.max_prompt_tokens(config) + section["generate"]["max_new_tokens"]
+    sft_gpus, sft_gpu = gpu_of(instruct.job_shape_of(config, "sft"), throughput)
+    gen_gpus, gen_gpu = gpu_of(instruct.job_shape_of(config, "generate"), throughput)
+    jobs = []
+    for variant in instruct.fine_tuned_variants(config):
+        preset = preset_name(config, variant)
+        jobs.append(_job(SFT, variant, f"sft {variant}", 1,
+                         sizes.preset(preset, sft["max_seq_len"]),
+                         train=examples * sft["max_seq_len"], gpus=sft_gpus, gpu_type=sft_gpu))
+        jobs.append(_job(SFT, variant, f"generate {variant}", 1, sizes.preset(preset, context),
+                         infer=answered * context, gpus=gen_gpus, gpu_type=gen_gpu))
+    return jobs
+
+
 def all_jobs(config: dict, throughput: dict) -> list[PlannedJob]:
     from selectlab.selection.resolve import mates_stage_names, mates_variants, parse_proxy_name
 
@@ -255,4 +285,5 @@ def all_jobs(config: dict, throughput: dict) -> list[PlannedJob]:
             + mates_jobs(config, sizes, throughput)
             + pretraining_jobs(config, sizes, throughput, trained, PRETRAINING,
                                lambda name: parent.get(name, name))
+            + instruct_jobs(config, sizes, throughput)
             + evaluation_jobs(config, sizes, throughput, variants, EVALUATION, str, True))

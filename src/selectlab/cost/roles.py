@@ -8,6 +8,8 @@ Stages follow Meta-rater's Table 2 and extend it to every job that runs a model:
 - Meta-rater construction: the proxies of every weight search (pre-training and perplexity);
 - MATES selection: oracle probes, data-influence models and their annotation passes;
 - pre-training: every variant's model (a MATES variant's stages included);
+- SFT: fine-tuning and answer generation of every instruction-following variant (answer
+  judging records no FLOPs: the table's note says where its cost is);
 - evaluation: perplexity and in-context learning of every variant.
 
 "Quality scores rating" in Meta-rater's sense is judging + rater training + annotation.
@@ -16,6 +18,7 @@ No torch here: the workflow passes these roles to the table job as parameters.
 
 from __future__ import annotations
 
+from selectlab.instruct.resolve import answer_judging_cost_note
 from selectlab.report.plan import metarater_figure_fits
 from selectlab.selection import resolve as select_cfg
 from selectlab.train.resolve import preset_name
@@ -78,4 +81,5 @@ def table_roles(config: dict) -> dict:
                 for name, v in config["variants"].items() if v["method"] == "metarater"}
     return {"models": model_roles(config), "evaluations": evaluated(config),
             "variants": list(config["variants"]), "mates_families": families,
-            "variant_searches": searches, "main_preset": config["pretrain"]["preset"]}
+            "variant_searches": searches, "main_preset": config["pretrain"]["preset"],
+            "notes": answer_judging_cost_note(config)}

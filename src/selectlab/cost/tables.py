@@ -14,7 +14,15 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from selectlab.cost.roles import CONSTRUCTION, EVALUATION, MATES, PRETRAINING, RATING, STAGES
+from selectlab.cost.roles import (
+    CONSTRUCTION,
+    EVALUATION,
+    MATES,
+    PRETRAINING,
+    RATING,
+    SFT,
+    STAGES,
+)
 
 SUMS = ["flops", "metarater_flops", "gpu_hours", "wall_hours"]
 ALL = "all"
@@ -43,7 +51,8 @@ def variant_table(costs: pd.DataFrame, variants: Sequence[str],
                   searches: Mapping[str, str]) -> pd.DataFrame:
     """Per configured variant: what its selection needed beyond the shared rating (its MATES
     probes and influence models, or its Meta-rater search's proxies, shared by every variant of
-    that search), its pre-training and its evaluation."""
+    that search), its pre-training, its fine-tuning and answers (instruction-following variants)
+    and its evaluation."""
     rows = []
     for name in variants:
         own = costs[costs["variant"] == name]
@@ -52,7 +61,7 @@ def variant_table(costs: pd.DataFrame, variants: Sequence[str],
             selection = costs[(costs["stage"] == CONSTRUCTION)
                               & (costs["item"] == searches[name])]
         parts = {"selection": selection, "pretraining": own[own["stage"] == PRETRAINING],
-                 "evaluation": own[own["stage"] == EVALUATION]}
+                 "sft": own[own["stage"] == SFT], "evaluation": own[own["stage"] == EVALUATION]}
         row = {"variant": name}
         for label, frame in parts.items():
             row[f"{label}_flops"] = float(frame["flops"].sum())

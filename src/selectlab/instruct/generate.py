@@ -7,6 +7,11 @@ Two backends: transformers (CPU or one GPU; left-padded batches of prompts of si
 and vLLM at full scale (the vllm container; one `generate` call over all prompts, which vLLM
 batches itself, tensor parallel over the job's GPUs). Both get token ids, not text, so the
 tokenizer is applied once, here.
+
+The job's cost (selectlab.flops, inference: one forward pass per token) counts every prompt
+token and every generated token up to EOS; padding and what a batch generates past an answer's
+EOS are left out. n_ctx is the longest prompt plus `max_new_tokens`, the most an answer attends
+over.
 """
 
 from __future__ import annotations
@@ -125,3 +130,22 @@ def answers_table(ids: Sequence[str], variant: str, answers: Sequence[Answer],
     rows = [{"id": i, "variant": variant, "answer": a.text, "answer_tokens": a.tokens,
              "finished": a.finished, "backend": backend} for i, a in zip(ids, answers, strict=True)]
     return pd.DataFrame(rows, columns=ANSWER_COLUMNS)
+
+
+def generation_cost(model_dir: str, prompts: Sequence[Sequence[int]],
+                    answers: Sequence[Answer], s: GenerateSettings, seconds: float,
+                    device: str, gpus: int) -> dict:
+    """The job's `cost` entry (see the module docstring), from the model's config, so that
+    both backends count the same way."""
+    from transformers import AutoConfig
+
+    from selectlab.flops import config_shape, cost_record, inference_flops
+
+    prompt_tokens = sum(len(p) for p in prompts)
+    answer_tokens = sum(a.tokens for a in answers)
+    context = max((len(p) for p in prompts), default=0) + s.max_new_tokens
+    shape = config_shape(AutoConfig.from_pretrained(model_dir), context)
+    tokens = prompt_tokens + answer_tokens
+    return cost_record("inference", inference_flops(shape, tokens), seconds=seconds, gpus=gpus,
+                       device=device, shape=shape, tokens=tokens, prompt_tokens=prompt_tokens,
+                       answer_tokens=answer_tokens)

@@ -166,6 +166,34 @@ def archive_files(config: dict, root: str) -> list[str]:
             + [layout.sft_log(root, variant) for variant in fine_tuned_variants(config)])
 
 
+def cost_inputs(config: dict, root: str) -> dict[str, list[str]]:
+    """What the cost tables read of instruction following: each fine-tuned variant's SFT model
+    (its card holds the fine-tuning's cost) and its answers' metrics (the generation's)."""
+    variants = fine_tuned_variants(config) if configured(config) else []
+    return {"sft": [layout.sft_model(root, variant) for variant in variants],
+            "generation": [layout.answers_metrics(root, variant) for variant in variants]}
+
+
+def answer_judging_cost_note(config: dict) -> list[str]:
+    """The cost tables' word on answer judging, which records no FLOPs: the reference judge runs
+    no model, an API judge is paid per token (USD in the judgments' summaries) and a local one's
+    tokens and time are in those summaries too."""
+    if not configured(config):
+        return []
+    backend = config["instruct"]["judge"]["backend"]
+    where = "instruct/judgments/*/summary.csv"  # no braces: rules pass this as a param
+    if backend["kind"] == "reference":
+        cost = "the reference-based judge runs no model"
+    elif backend["kind"] == "openai":
+        cost = (f"the API judge is paid per token: its tokens and `cost_usd` are in {where} "
+                "(at instruct.judge.backend.price_per_1k_tokens; 0 USD when no price is set)")
+    else:
+        cost = f"its tokens and query time are in {where}"
+    return [f"SFT: fine-tuning (training FLOPs) and answer generation (inference FLOPs) of "
+            f"every instruction-following variant. Answer judging ({backend['kind']} judge "
+            f"{backend.get('model', '')}) is not counted in FLOPs: {cost}."]
+
+
 def container_key(config: dict, stage: str) -> str:
     """vLLM jobs run in the vllm image, the rest in the training image."""
     section = config["instruct"][stage]

@@ -15,6 +15,12 @@ every `checkpoint_every` steps, stamped with the hash of everything that determi
 (settings, template, the training file and the pretrained model's weights file); a killed job
 resumes from its newest matching checkpoint, and a changed run discards the others. The result
 is the final model, saved with its tokenizer and a card.
+
+The card's `cost` (selectlab.flops) counts the training FLOPs of every step, a resumed run's
+earlier ones included: 6·N·D + attention with D the tokens fed forward and backward (each chosen
+example's prompt and response; padding left out, so the count does not depend on how a batch is
+cut into micro-batches) and n_ctx the `max_seq_len` sequences are cut to. D is derived from the
+seeded batch order, so a resumed run reports what an uninterrupted one does.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from selectlab.flops import cost_record, module_shape, training_flops
 from selectlab.instruct.template import IGNORE, ChatTemplate, training_example
 from selectlab.shards import atomic_path, write_json
 from selectlab.train import checkpoints
@@ -110,6 +117,23 @@ def trained_tokens(examples: list[Example]) -> int:
     return sum(sum(label != IGNORE for label in labels[1:]) for _, labels in examples)
 
 
+def processed_tokens(examples: list[Example], s: SFTSettings, steps: int) -> int:
+    """Tokens the first `steps` global batches feed forward and backward (prompt and response
+    of each chosen example, no padding), from the settings' batch order alone."""
+    return sum(len(examples[i][0]) for step in range(steps)
+               for i in batch_indices(step, len(examples), s)[1])
+
+
+def sft_cost(model, examples: list[Example], s: SFTSettings, steps: int, seconds: float,
+             device: str, gpus: int, response_tokens: int) -> dict:
+    """The card's cost entry: training FLOPs of all `steps` steps (see the module docstring)."""
+    shape = module_shape(model, s.max_seq_len)
+    tokens = processed_tokens(examples, s, steps)
+    return cost_record("train", training_flops(shape, tokens), seconds=seconds, gpus=gpus,
+                       device=device, shape=shape, tokens=tokens,
+                       response_tokens=response_tokens)
+
+
 def summed_loss(model, batch: dict[str, torch.Tensor], device, dtype: str) -> torch.Tensor:
     with autocast_context(device, dtype, fsdp_mixed_precision=False):
         logits = model(input_ids=batch["input_ids"],
@@ -138,7 +162,7 @@ def training_state(model, optimizer) -> dict:
 
 def finetune(model_dir: str | Path, train_path: str | Path, template: ChatTemplate,
              s: SFTSettings, out_dir: str | Path, checkpoint_dir: str | Path,
-             log_path: str | Path, device: str = "cpu") -> dict:
+             log_path: str | Path, device: str = "cpu", gpus: int = 0) -> dict:
     """Fine-tune the model in `model_dir` on `train_path`'s pairs; see the module docstring."""
     from transformers import LlamaForCausalLM
 
@@ -202,7 +226,9 @@ def finetune(model_dir: str | Path, train_path: str | Path, template: ChatTempla
 
     card = {"pairs": len(examples), "steps": total_steps, "epochs": s.epochs,
             "final_loss": log_rows[-1]["loss"], "template": asdict(template),
-            "settings": asdict(s), "base_model": str(model_dir)}
+            "settings": asdict(s), "base_model": str(model_dir),
+            "cost": sft_cost(model, examples, s, total_steps, time.time() - started, device,
+                             gpus, sum(row["tokens"] for row in log_rows))}
     save_model(model.cpu(), tokenizer, out_dir, card)
     with atomic_path(log_path) as tmp:
         pd.DataFrame(log_rows, columns=LOG_COLUMNS).to_csv(tmp, index=False)

@@ -41,6 +41,7 @@ from selectlab.layout._instruct import (  # noqa: F401
     answer_judge_summary,
     answer_judgments,
     answers,
+    answers_metrics,
     instruct_eval,
     instruct_split,
     instruct_train,

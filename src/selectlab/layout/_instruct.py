@@ -43,6 +43,12 @@ def answers(root: str, variant: str = VARIANT) -> str:
 
 
 @path
+def answers_metrics(root: str, variant: str = VARIANT) -> str:
+    """Counts of the answers and the generation job's cost (selectlab.flops)."""
+    return _under(root, "instruct", "answers", f"{variant}.metrics.json")
+
+
+@path
 def answer_judgments(root: str, comparison: str = COMPARISON) -> str:
     return _under(root, "instruct", "judgments", comparison, "judgments.parquet")
 
