@@ -10,6 +10,7 @@
 from selectlab.annotate import resolve as annotate_cfg
 from selectlab.mates import plan as mates_cfg
 from selectlab.report.plan import ANNOTATION_THROUGHPUT
+from selectlab.selection import pools as pool_cfg
 
 ANNOTATE_FAMILIES = annotate_cfg.family_names(config)
 # Generated per stage of a MATES variant; annotated when that stage is selected, never a target.
@@ -27,9 +28,15 @@ ANNOTATE_BATCHES, ANNOTATE_ALONE = annotate_cfg.shard_batches(
     SHARDS, annotate_cfg.shards_per_job(config)
 )
 ANNOTATE_SUFFIXES = annotate_cfg.batch_suffixes(annotate_cfg.shards_per_job(config))
-ANNOTATE_ALONE_PATTERN = (
-    names_pattern(ANNOTATE_ALONE) if ANNOTATE_BATCHES else "[A-Za-z0-9_]+"
-)
+ANNOTATE_ALONE_PATTERN = names_pattern(ANNOTATE_ALONE) if ANNOTATE_BATCHES else BASE_SHARD
+# Pool -> the families its variants read: each annotates the pool's shards, one job a shard.
+POOL_FAMILIES = pool_cfg.pool_families(config)
+POOL_SHARDS_OF = lambda family: [
+    pool_shard
+    for pool, families in POOL_FAMILIES.items()
+    if family in families
+    for pool_shard in pool_cfg.pool_shards(SHARDS, pool)
+]
 # A batch job keeps one shard's memory and adds up its shards' time.
 BATCH_SHAPE = per_job(
     lambda w: annotate_cfg.resources(config, w["family"], len(ANNOTATE_SUFFIXES))
@@ -38,7 +45,11 @@ BATCH_SHAPE = per_job(
 # scored alone (each lists its shards).
 ANNOTATION_STATS = lambda families: annotate_cfg.stats_files(
     RUN, families, ANNOTATE_BATCHES, ANNOTATE_ALONE
-)
+) + [
+    layout.annotation_stats(RUN, family, shard)
+    for family in families
+    for shard in POOL_SHARDS_OF(family)
+]
 # The raw files of the shards a DSIR family samples its raw distribution from.
 DSIR_SHARD_FILES = lambda w: annotate_cfg.dsir_shard_files(
     config, w.family, SHARD_FILES
@@ -93,6 +104,44 @@ rule annotate:
         id_root=lambda w: corpus_cfg.id_root(config, SHARD_FILES[w.shard]),
     shell:
         ANNOTATE_COMMAND
+
+
+# A pool shard's units, read from its tokens (texts decoded with the run's tokenizer).
+rule annotate_pool:
+    input:
+        meta=layout.meta_sidecar(RUN, "{shard}__{pool}"),
+        tokens=layout.tokens(RUN, "{shard}__{pool}"),
+        tokenizer=layout.tokenizer(RUN),
+        fitted=lambda w: annotate_cfg.fitted_inputs(config, RUN, w.family),
+    output:
+        sidecar=layout.sidecar(RUN, shard="{shard}__{pool}"),
+        stats=layout.annotation_stats(RUN, shard="{shard}__{pool}"),
+    log:
+        layout.job_log(RUN, "annotate", "{family}/{shard}__{pool}"),
+    benchmark:
+        layout.benchmark(RUN, "annotate", "{family}/{shard}__{pool}")
+    wildcard_constraints:
+        shard=BASE_SHARD,
+        pool=names_pattern(list(POOL_FAMILIES)),
+    container:
+        ANNOTATE_CONTAINER
+    threads: job_threads(FAMILY_SHAPE)
+    resources:
+        **job_resources(FAMILY_SHAPE),
+        throughput=ANNOTATE_THROUGHPUT,
+    params:
+        cfg=lambda w: json_param(annotate_cfg.resolve_family(config, w.family)),
+        pool_shards=lambda w, input: json_param({f"{w.shard}__{w.pool}": input.tokens}),
+        meta_dir=parent_dir_of_input("meta"),
+        out_dir=parent_dir("sidecar"),
+        max_doc_chars=MAX_DOC_CHARS,
+    shell:
+        "selectlab annotate run --family {wildcards.family} --params {params.cfg:q}"
+        " --throughput {resources.throughput:q} --pool-shards {params.pool_shards:q}"
+        " --tokenizer {input.tokenizer} --meta-dir {params.meta_dir}"
+        " --fitted {input.fitted} --max-doc-chars {params.max_doc_chars}"
+        " --gpus {resources.gpu} --threads {threads}"
+        " --out-dir {params.out_dir} --stats {output.stats} > {log} 2>&1"
 
 
 if ANNOTATE_BATCHES:

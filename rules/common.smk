@@ -25,6 +25,11 @@ USES_APPTAINER = (
 
 # `variant` also matches the generated Meta-rater proxies (selected, trained, perplexity only)
 # and the stages of MATES variants (selected and trained).
+# A tokenized shard's name never holds two underscores in a row: `{shard}__{pool}` names the
+# shard's part of a selection pool (selectlab.corpus.pools), which rules read as a shard.
+BASE_SHARD = "[A-Za-z0-9]+(?:_[A-Za-z0-9]+)*"
+
+
 wildcard_constraints:
     shard="[A-Za-z0-9_]+",
     variant=select_cfg.variant_name_pattern(config),

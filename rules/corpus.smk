@@ -10,6 +10,10 @@ MAX_DOC_CHARS = corpus_cfg.max_doc_chars(config)
 ID_ROOT = lambda wildcards, input: corpus_cfg.id_root(config, input.raw)
 ON_DAMAGED_FILE = corpus_cfg.damaged_file_policy(config)
 RAW_SHARD_FILES = lambda wildcards: SHARD_FILES[wildcards.shard]
+# Selection pools besides `full` (the tokenized shards): each cut shard by shard into pool
+# shards `{shard}__{pool}` (selectlab.corpus.pools; corpus.pools in the config).
+POOLS = list(corpus_cfg.pool_settings(config))
+POOL_SHARD = lambda pool: layout.meta_sidecar(RUN, f"{{shard}}__{pool}")
 
 
 if config["corpus"]["mode"] == "embedded":
@@ -106,6 +110,8 @@ rule tokenize_shard:
         quarantine=layout.quarantine(RUN),
     log:
         layout.job_log(RUN, "tokenize_shard", "{shard}"),
+    wildcard_constraints:
+        shard=BASE_SHARD,
     container:
         CONTAINERS["cpu"]
     threads: rule_threads("tokenize_shard")
@@ -144,3 +150,48 @@ rule read_report:
     shell:
         "selectlab corpus read-report --reports {input.reports} --meta {input.meta}"
         " --out {output} > {log} 2>&1"
+
+
+if POOLS:
+
+    rule cut_pool:
+        input:
+            tokens=layout.tokens(RUN),
+            meta=layout.meta_sidecar(RUN),
+            tokenizer=layout.tokenizer(RUN),
+        output:
+            tokens=layout.tokens(RUN, "{shard}__{pool}"),
+            meta=layout.meta_sidecar(RUN, "{shard}__{pool}"),
+        log:
+            layout.job_log(RUN, "cut_pool", "{pool}/{shard}"),
+        wildcard_constraints:
+            shard=BASE_SHARD,
+            pool=names_pattern(POOLS),
+        container:
+            CONTAINERS["cpu"]
+        threads: rule_threads("cut_pool")
+        resources:
+            **rule_resources("cut_pool"),
+        params:
+            cfg=lambda w: json_param(corpus_cfg.pool_settings(config)[w.pool]),
+        shell:
+            "selectlab corpus cut-pool --params {params.cfg:q}"
+            " --tokens {input.tokens} --meta {input.meta} --tokenizer {input.tokenizer}"
+            " --out-tokens {output.tokens} --out-meta {output.meta} > {log} 2>&1"
+
+    rule pool_report:
+        input:
+            meta=lambda w: expand(POOL_SHARD(w.pool), shard=SHARDS),
+        output:
+            layout.pool_report(RUN),
+        log:
+            layout.job_log(RUN, "pool_report", "{pool}"),
+        wildcard_constraints:
+            pool=names_pattern(POOLS),
+        container:
+            CONTAINERS["cpu"]
+        threads: rule_threads("pool_report")
+        resources:
+            **rule_resources("pool_report"),
+        shell:
+            "selectlab corpus pool-report --meta {input.meta} --out {output} > {log} 2>&1"

@@ -6,6 +6,7 @@
 # Both rules stream the pool within selection.memory_mb, which is also what their jobs ask for;
 # a select job's cores and time follow the pool's size, and SemDeDup asks for its in-memory
 # ranks on top of the ceiling (selectlab.selection.sizing).
+from selectlab.selection import pools as pool_cfg
 from selectlab.selection import sizing as select_sizing
 from selectlab.train import resolve as train_cfg
 
@@ -49,7 +50,7 @@ rule rank_scores:
 
 rule select:
     input:
-        corpus=layout.read_report(RUN),
+        corpus=lambda w: pool_cfg.pool_ready(config, RUN, w.variant),
         scores=lambda w: select_cfg.score_inputs(config, RUN, w.variant),
         ranks=lambda w: select_cfg.rank_inputs(config, RUN, w.variant),
         upstream=lambda w: select_cfg.selection_upstream(config, RUN, w.variant),
@@ -67,7 +68,7 @@ rule select:
     params:
         cfg=lambda w: json_param(select_cfg.resolve_selection(config, w.variant)),
         attributes_dir=layout.attributes_dir(RUN),
-        meta=expand(layout.meta_sidecar(RUN), shard=SHARDS),
+        meta=lambda w: pool_cfg.pool_meta(config, RUN, SHARDS, w.variant),
         out_dir=parent_dir("manifest"),
         upstream=optional_flag("--upstream", "upstream"),
     shell:
@@ -80,7 +81,7 @@ rule select:
 rule pack:
     input:
         selection=layout.selection(RUN),
-        corpus=layout.read_report(RUN),
+        corpus=lambda w: pool_cfg.pool_ready(config, RUN, w.variant),
         tokenizer=layout.tokenizer(RUN),
     output:
         temp(layout.packed(RUN)),
@@ -94,6 +95,11 @@ rule pack:
     params:
         seq_len=lambda w: train_cfg.seq_len(config, w.variant),
         tokens_dir=layout.tokens_dir(RUN),
+        # Sequence units carry their documents' EOS tokens; documents get one each here.
+        eos=lambda w: "--units-hold-eos"
+        if pool_cfg.variant_pool_spec(config, w.variant).eos_inside
+        else "",
     shell:
         "selectlab select pack --selection {input.selection} --tokens-dir {params.tokens_dir}"
-        " --tokenizer {input.tokenizer} --seq-len {params.seq_len} --out {output} > {log} 2>&1"
+        " --tokenizer {input.tokenizer} --seq-len {params.seq_len} {params.eos}"
+        " --out {output} > {log} 2>&1"

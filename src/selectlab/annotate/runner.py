@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from selectlab.annotate.base import Annotator
 from selectlab.errors import StageError
+from selectlab.corpus.pools import UnitSource, iter_unit_documents
 from selectlab.shards import Document, ReadReport, atomic_path, iter_documents
 from selectlab.tokens import batched
 
@@ -149,11 +150,13 @@ def check_failures(annotator: Annotator, rows: int, max_failure_rate: float, fam
         + ["Fix the cause and rerun the job."]))
 
 
-def annotate_shard(inputs: Sequence[str | Path], meta_path: str | Path, annotator: Annotator,
+def annotate_shard(inputs: Sequence[str | Path] | UnitSource, meta_path: str | Path,
+                   annotator: Annotator,
                    out_path: str | Path, *, family: str, shard: str, batch_size: int,
                    max_chars: int, max_failure_rate: float = 0.05,
                    id_root: str | Path | None = None) -> ShardStats:
-    """Write `out_path`: one row per valid document of the shard, ids in meta's order."""
+    """Write `out_path`: one row per valid document of the shard, ids in meta's order. A pool
+    shard's units (`inputs` a UnitSource) are read from its tokens instead of raw files."""
     out_path, meta_path = Path(out_path), Path(meta_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(out_path)
@@ -168,7 +171,9 @@ def annotate_shard(inputs: Sequence[str | Path], meta_path: str | Path, annotato
     with atomic_path(out_path) as tmp:
         writer = None
         try:
-            documents = iter_documents(inputs, report, max_chars=max_chars, id_root=id_root)
+            documents = (iter_unit_documents(inputs.tokens, meta_path, inputs.tokenizer, report)
+                         if isinstance(inputs, UnitSource) else
+                         iter_documents(inputs, report, max_chars=max_chars, id_root=id_root))
             for batch in batched(documents, batch_size):
                 meta_ids, tokens = meta.take(len(batch))
                 check_alignment(batch, meta_ids, rows, meta_path)

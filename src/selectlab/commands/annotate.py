@@ -23,8 +23,9 @@ def run(args) -> dict:
     from selectlab.judge.backends import BackendDead
 
     annotator = build_annotator(params, args.fitted, gpus=args.gpus)
+    sources = dict(args.shard_files) | pool_shard_sources(args.pool_shards, args.tokenizer)
     stats = []
-    for shard, files in sorted(args.shard_files.items()):
+    for shard, files in sorted(sources.items()):
         try:
             stats.append(annotate_shard(
                 files, Path(args.meta_dir) / f"{shard}.parquet", annotator,
@@ -40,6 +41,19 @@ def run(args) -> dict:
                                      "skipped": shard.read_report["n_skipped"],
                                      "docs_per_s": round(shard.docs_per_s, 1)}
                        for shard in stats}}
+
+
+def pool_shard_sources(pool_shards: dict[str, str], tokenizer_dir: str | None) -> dict:
+    """Pool shard -> its UnitSource (texts decoded from its tokens with the run's tokenizer)."""
+    if not pool_shards:
+        return {}
+    from selectlab.corpus.pools import UnitSource
+    from selectlab.tokens import load_tokenizer
+
+    if tokenizer_dir is None:
+        raise ValueError("pool shards are read from their tokens: --tokenizer is required")
+    tokenizer = load_tokenizer(tokenizer_dir)
+    return {shard: UnitSource(tokens, tokenizer) for shard, tokens in pool_shards.items()}
 
 
 def fit_dsir(args) -> dict:
@@ -86,8 +100,11 @@ def register(stages) -> None:
     p.add_argument("--params", type=json_arg, required=True, help="the family's settings")
     p.add_argument("--throughput", type=json_arg, required=True,
                    help="batch_size (documents per row group), forward_batch_size")
-    p.add_argument("--shard-files", type=json_arg, required=True,
+    p.add_argument("--shard-files", type=json_arg, default={},
                    help="JSON: shard -> its raw files")
+    p.add_argument("--pool-shards", type=json_arg, default={},
+                   help="JSON: pool shard -> its token array (texts decoded with --tokenizer)")
+    p.add_argument("--tokenizer", default=None, help="the run's tokenizer, for --pool-shards")
     p.add_argument("--meta-dir", required=True, help="the meta sidecars, {shard}.parquet")
     p.add_argument("--fitted", nargs="*", default=[], help="the family's fitted inputs")
     p.add_argument("--max-doc-chars", type=int, required=True)

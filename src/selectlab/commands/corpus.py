@@ -54,6 +54,21 @@ def read_report(args) -> dict:
             "damaged_files": int(table["damaged_files"].sum())}
 
 
+def cut_pool(args) -> dict:
+    from selectlab.corpus.pools import PoolSpec, cut_pool_shard
+    from selectlab.tokens import load_tokenizer
+
+    spec = PoolSpec(**args.params)
+    eos = load_tokenizer(args.tokenizer).eos_token_id
+    return cut_pool_shard(args.tokens, args.meta, spec, eos, args.out_tokens, args.out_meta)
+
+
+def pool_report(args) -> dict:
+    from selectlab.corpus.pools import write_pool_report
+
+    return write_pool_report(args.meta, args.out)
+
+
 def register(stages) -> None:
     parser = stages.add_parser("corpus", help="raw shards and held-out splits")
     actions = parser.add_subparsers(dest="action", required=True)
@@ -72,4 +87,16 @@ def register(stages) -> None:
     p.add_argument("--reports", nargs="+", required=True)
     p.add_argument("--meta", nargs="*", default=[],
                    help="every shard's meta sidecar: their ids must be unique together")
+    p.add_argument("--out", required=True)
+    p = add_action(actions, "cut-pool", cut_pool,
+                   "cut one tokenized shard into a pool's units (sequences or a document subset)")
+    p.add_argument("--params", type=json_arg, required=True, help="the pool's settings")
+    p.add_argument("--tokens", required=True)
+    p.add_argument("--meta", required=True)
+    p.add_argument("--tokenizer", required=True)
+    p.add_argument("--out-tokens", required=True)
+    p.add_argument("--out-meta", required=True)
+    p = add_action(actions, "pool-report", pool_report,
+                   "one pool's settings and its units and tokens per pool shard and source")
+    p.add_argument("--meta", nargs="+", required=True, help="the pool's shards' meta sidecars")
     p.add_argument("--out", required=True)

@@ -50,7 +50,8 @@ def pack(args) -> dict:
     tokenizer = load_tokenizer(args.tokenizer)
     selection = pd.read_parquet(args.selection)
     stats = pack_selection(selection, args.tokens_dir, args.seq_len, tokenizer.eos_token_id,
-                           args.out, token_dtype(len(tokenizer)))
+                           args.out, token_dtype(len(tokenizer)),
+                           eos_after_each=not args.units_hold_eos)
     return asdict(stats)
 
 
@@ -89,6 +90,8 @@ def register(stages) -> None:
     p.add_argument("--tokens-dir", required=True)
     p.add_argument("--tokenizer", required=True)
     p.add_argument("--seq-len", type=int, required=True)
+    p.add_argument("--units-hold-eos", action="store_true",
+                   help="the units are sequences that hold their documents' EOS: add none")
     p.add_argument("--out", required=True)
     p = add_action(actions, "metarater-fit", metarater_fit,
                    "fit Meta-rater's regressor on proxy results and search the best weights")

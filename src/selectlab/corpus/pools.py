@@ -169,6 +169,39 @@ def read_pool_spec(meta_path: str | Path) -> PoolSpec | None:
     return PoolSpec(**json.loads(metadata[POOL_KEY]))
 
 
+def write_pool_report(meta_paths: list[str | Path], out: str | Path) -> dict:
+    """The pool's settings (read from its shards, which must agree) and its units and tokens
+    per pool shard and source."""
+    specs, shards = set(), []
+    for path in meta_paths:
+        spec = read_pool_spec(path)
+        if spec is None:
+            raise ValueError(f"{path} is a tokenized shard's meta, not a pool shard's")
+        specs.add(spec)
+        table = pq.read_table(path, columns=["set_name", "n_tokens"]).to_pandas()
+        by_source = table.groupby("set_name")["n_tokens"].agg(["size", "sum"])
+        shards.append({"shard": Path(path).stem, "units": len(table),
+                       "tokens": int(table["n_tokens"].sum()),
+                       "sources": {name: {"units": int(row["size"]), "tokens": int(row["sum"])}
+                                   for name, row in by_source.iterrows()}})
+    if len(specs) != 1:
+        raise ValueError(f"the pool shards disagree on the pool's settings: {sorted(map(str, specs))}"
+                         " (re-run cut_pool for them)")
+    report = {"pool": specs.pop().to_dict(), "units": sum(s["units"] for s in shards),
+              "tokens": sum(s["tokens"] for s in shards), "shards": shards}
+    with atomic_path(out) as tmp:
+        Path(tmp).write_text(json.dumps(report, indent=1))
+    return {key: report[key] for key in ("pool", "units", "tokens")}
+
+
+@dataclass(frozen=True)
+class UnitSource:
+    """Where a pool shard's unit texts come from: its token array and the run's tokenizer."""
+
+    tokens: str | Path
+    tokenizer: object
+
+
 def iter_unit_documents(tokens_path: str | Path, meta_path: str | Path, tokenizer,
                         report: ReadReport, batch_size: int = 256) -> Iterator[Document]:
     """A pool shard's units as documents: each unit's text decoded from its tokens, the

@@ -107,3 +107,12 @@ def id_root(config: dict, raw_files: list[str]) -> str:
 def damaged_file_policy(config: dict) -> str:
     """`stop` (the default) or `quarantine` a truncated or corrupt raw file (selectlab.shards)."""
     return config["corpus"]["reader"].get("on_damaged_file", DEFAULT_DAMAGED_FILE_POLICY)
+
+
+def pool_settings(config: dict) -> dict[str, dict]:
+    """corpus.pools: each selection pool's name, unit, sequence length and share, checked (what
+    a pool shard is cut with; its `about` text changes nothing)."""
+    from selectlab.corpus.pools import pool_spec
+
+    return {name: pool_spec(name, settings).to_dict()
+            for name, settings in config["corpus"].get("pools", {}).items()}

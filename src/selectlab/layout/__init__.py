@@ -27,6 +27,7 @@ from selectlab.layout._corpus import (  # noqa: F401
     ground_truth,
     heldout,
     meta_sidecar,
+    pool_report,
     quarantine,
     raw_shard,
     read_report,

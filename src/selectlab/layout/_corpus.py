@@ -67,6 +67,13 @@ def read_report(root: str) -> str:
     return table(root, "read_report", "csv")
 
 
+@path
+def pool_report(root: str, pool: str = "{pool}") -> str:
+    """A pool's units and tokens per pool shard and source (selectlab.corpus.pools); selection
+    from the pool waits on it for every pool shard."""
+    return _under(root, "corpus", "pools", f"{pool}.json")
+
+
 # ---- sidecars (annotation) -------------------------------------------------------------------
 @path
 def meta_sidecar(root: str, shard: str = SHARD) -> str:

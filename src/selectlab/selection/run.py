@@ -21,7 +21,7 @@ from selectlab.selection.memory import SelectionLimits, plan_memory, unlimited
 from selectlab.selection.methods import METHODS, uniform_keys
 from selectlab.selection.output import training_order, write_selection
 from selectlab.selection.overlap import jaccard
-from selectlab.selection.pool import Pool, meta_rows, scan_pool
+from selectlab.selection.pool import Pool, meta_rows, scan_pool, sidecar_path
 from selectlab.selection.store import UnitStore, sorted_unique
 from selectlab.selection.strata import SET_NAME, Strata, WhereFilter, build_strata
 from selectlab.selection.take import Taken, streaming_take
@@ -163,6 +163,7 @@ def manifest_record(spec: SelectionSpec, selected: Selected, distinct: int,
         "selected_tokens": selected_tokens,
         "selected_documents": int(len(chosen)),
         "unique_documents": int(distinct),
+        "pool": pool_unit(pool),
         "pool_tokens": int(selected.strata.pool_tokens.sum()),
         "pool_documents": len(pool),
         "budget_reached": selected_tokens >= spec.budget_tokens,
@@ -181,6 +182,17 @@ def manifest_record(spec: SelectionSpec, selected: Selected, distinct: int,
         "overlap_with_uniform": {"reference": f"uniform, seed {reference_seed(spec)}, same budget"}
         | shared,
     } | selected.info
+
+
+def pool_unit(pool: Pool) -> dict:
+    """The pool the selection drew from and its unit, as its first shard's meta sidecar
+    records it (a tokenized shard: the full pool of documents)."""
+    from selectlab.corpus.pools import FULL, read_pool_spec
+
+    spec = read_pool_spec(sidecar_path(pool.attributes_dir, "meta", pool.shards[0])) \
+        if pool.shards else None
+    return spec.to_dict() if spec else {"name": FULL, "unit": "document",
+                                        "sequence_tokens": None, "share": 1.0}
 
 
 def selection_limits(attributes_dir: str | Path, shards: list[str],

@@ -1,0 +1,81 @@
+"""Which pool each variant selects from (selectlab.corpus.pools), and what that asks of the run.
+
+A variant's pool is its own `pool`, else its family's in `corpus.pool_by_family`, else `full`
+(the tokenized shards, one document a unit). A pool other than `full` is cut into pool shards
+that are annotated with the families its variants read; selection, packing and training then
+read the pool shards.
+"""
+
+from __future__ import annotations
+
+from selectlab import layout
+from selectlab.corpus.pools import FULL, PoolSpec, pool_shard, pool_spec
+from selectlab.selection.resolve import selection_params, selection_raters, variant_entry
+
+# Methods that read what is prepared once over the full pool (percentile ranks, MATES' own
+# proxy runs); they select from `full` only.
+FULL_POOL_METHODS = ("mean_rating", "intersection", "metarater", "mates")
+
+
+def pool_specs(config: dict) -> dict[str, PoolSpec]:
+    """The configured pools besides `full`."""
+    return {name: pool_spec(name, settings)
+            for name, settings in config["corpus"].get("pools", {}).items()}
+
+
+def variant_pool(config: dict, name: str) -> str:
+    entry = variant_entry(config, name)
+    pool = entry.get("pool") or config["corpus"].get("pool_by_family", {}).get(
+        entry.get("family"), FULL)
+    if pool != FULL and pool not in config["corpus"].get("pools", {}):
+        raise ValueError(f"variant {name!r}: unknown pool {pool!r}; configured: "
+                         f"{sorted(config['corpus'].get('pools', {}))} and {FULL!r}")
+    return pool
+
+
+def variant_pool_spec(config: dict, name: str) -> PoolSpec:
+    pool = variant_pool(config, name)
+    return pool_specs(config)[pool] if pool != FULL else PoolSpec(FULL, "document", None, 1.0)
+
+
+def pool_shards(shards: list[str], pool: str) -> list[str]:
+    return [pool_shard(shard, pool) for shard in shards]
+
+
+def pool_meta(config: dict, root: str, shards: list[str], name: str) -> list[str]:
+    """The meta sidecars of the pool a variant selects from."""
+    return [layout.meta_sidecar(root, shard)
+            for shard in pool_shards(shards, variant_pool(config, name))]
+
+
+def pool_ready(config: dict, root: str, name: str) -> str:
+    """The file that stands for every shard of a variant's pool: the read report for `full`,
+    the pool's report (written after all its pool shards) for any other."""
+    pool = variant_pool(config, name)
+    return layout.read_report(root) if pool == FULL else layout.pool_report(root, pool)
+
+
+def pool_families(config: dict) -> dict[str, list[str]]:
+    """Pool (besides `full`) -> the score families its variants read, to annotate its shards."""
+    families: dict[str, set[str]] = {pool: set() for pool in pool_specs(config)}
+    for name in config["variants"]:
+        pool = variant_pool(config, name)
+        if pool != FULL:
+            families[pool].update(selection_raters(config, name))
+    return {pool: sorted(names) for pool, names in families.items()}
+
+
+def check_pools(config: dict) -> None:
+    """Variants whose inputs cannot come from their pool are refused at planning time."""
+    for name, entry in config["variants"].items():
+        pool = variant_pool(config, name)
+        if pool == FULL:
+            continue
+        if entry["method"] in FULL_POOL_METHODS:
+            raise ValueError(f"variant {name!r}: method {entry['method']} reads what is prepared "
+                             f"over the full pool only; it cannot select from pool {pool!r}")
+        of = selection_params(config, name).get("of")
+        for other in [of, entry.get("shared_from")]:
+            if other and variant_pool(config, str(other)) != pool:
+                raise ValueError(f"variant {name!r} (pool {pool!r}) reuses {other!r}, which "
+                                 f"selects from pool {variant_pool(config, str(other))!r}")
