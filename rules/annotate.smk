@@ -29,12 +29,13 @@ ANNOTATE_BATCHES, ANNOTATE_ALONE = annotate_cfg.shard_batches(
 )
 ANNOTATE_SUFFIXES = annotate_cfg.batch_suffixes(annotate_cfg.shards_per_job(config))
 ANNOTATE_ALONE_PATTERN = names_pattern(ANNOTATE_ALONE) if ANNOTATE_BATCHES else BASE_SHARD
-# Pool -> the families its variants read: each annotates the pool's shards, one job a shard.
-POOL_FAMILIES = pool_cfg.pool_families(config)
+# Where each family annotates (annotate.families.*.pools): the tokenized shards (`full`) in
+# batches as above, and every other pool's shards one job each (annotate_pool).
+FULL_FAMILIES = annotate_cfg.pool_families(config, pool_cfg.FULL)
 POOL_SHARDS_OF = lambda family: [
     pool_shard
-    for pool, families in POOL_FAMILIES.items()
-    if family in families
+    for pool in annotate_cfg.family_pools(config, family)
+    if pool != pool_cfg.FULL
     for pool_shard in pool_cfg.pool_shards(SHARDS, pool)
 ]
 # A batch job keeps one shard's memory and adds up its shards' time.
@@ -44,7 +45,7 @@ BATCH_SHAPE = per_job(
 # The stats files of every annotation job of some families: one per batch, one per shard
 # scored alone (each lists its shards).
 ANNOTATION_STATS = lambda families: annotate_cfg.stats_files(
-    RUN, families, ANNOTATE_BATCHES, ANNOTATE_ALONE
+    RUN, [f for f in families if f in FULL_FAMILIES], ANNOTATE_BATCHES, ANNOTATE_ALONE
 ) + [
     layout.annotation_stats(RUN, family, shard)
     for family in families
@@ -55,9 +56,15 @@ DSIR_SHARD_FILES = lambda w: annotate_cfg.dsir_shard_files(
     config, w.family, SHARD_FILES
 )
 # Every family's sidecar of every shard, and the throughput table.
-ANNOTATION_TARGETS = expand(
-    layout.sidecar(RUN), family=ANNOTATE_FAMILIES, shard=SHARDS
-) + [layout.table(RUN, ANNOTATION_THROUGHPUT, "md")]
+ANNOTATION_TARGETS = (
+    expand(layout.sidecar(RUN), family=FULL_FAMILIES, shard=SHARDS)
+    + [
+        layout.sidecar(RUN, family, shard)
+        for family in ANNOTATE_FAMILIES
+        for shard in POOL_SHARDS_OF(family)
+    ]
+    + [layout.table(RUN, ANNOTATION_THROUGHPUT, "md")]
+)
 
 
 wildcard_constraints:
@@ -122,7 +129,7 @@ rule annotate_pool:
         layout.benchmark(RUN, "annotate", "{family}/{shard}__{pool}")
     wildcard_constraints:
         shard=BASE_SHARD,
-        pool=names_pattern(list(POOL_FAMILIES)),
+        pool=names_pattern(list(corpus_cfg.pool_settings(config))),
     container:
         ANNOTATE_CONTAINER
     threads: job_threads(FAMILY_SHAPE)

@@ -3,7 +3,8 @@
 The schema checks each value on its own; this module checks what the values refer to: score
 columns (`family.column`) against what the configured annotation families write, Meta-rater
 searches, curriculum bases, `init_from` variants, model presets, the evaluation baseline,
-annotation families' raters, raters' judge protocols and DSIR's held-out targets. It also
+annotation families' raters, raters' judge protocols, DSIR's held-out targets and each
+variant's selection pool (its scores annotated there, its method able to use it). It also
 checks numbers that only make sense together: a weighted top-k's weights against its scores,
 the micro batch against the global batch and the job's world size, and (once tokenisation has
 run) every budget against the pool. Every problem is reported at once, each on one line with
@@ -225,6 +226,10 @@ def problems(config: dict, run_dir: str | Path | None = None) -> list[str]:
     checker.families()
     checker.raters()
     checker.pool(pool_tokens(run_dir))
+    if not checker.problems:  # pools are checked once every name they lean on resolves
+        from selectlab.selection.pools import pool_problems
+
+        checker.problems += pool_problems(config)
     return list(dict.fromkeys(checker.problems))
 
 

@@ -111,4 +111,4 @@ def test_each_stage_modules_paths_are_the_layouts():
         "results/r/mates/mates/stage1/probes/part0.parquet")
     assert layout.paper_cells(root) == "results/r/tables/paper_cells.csv"
     assert layout.caption("paper_table") == "report/paper_table.rst"
-    assert len(layout.patterns()) == 79
+    assert len(layout.patterns()) == 80

@@ -38,9 +38,22 @@ def family_config(config: dict, name: str) -> dict:
 
 
 def resolve_family(config: dict, name: str) -> dict:
-    """The family's scoring settings (kind included), as its jobs' `--params`."""
+    """The family's scoring settings (kind included), as its jobs' `--params` (where it
+    annotates, `pools`, is not one: adding a pool reruns no other pool's jobs)."""
     return {k: v for k, v in family_config(config, name).items()
-            if k != "resources" and k not in THROUGHPUT_KEYS}
+            if k not in ("resources", "pools") and k not in THROUGHPUT_KEYS}
+
+
+def family_pools(config: dict, name: str) -> list[str]:
+    """The selection pools whose shards a family annotates (`full`: the tokenized shards)."""
+    from selectlab.corpus.pools import FULL
+
+    return list(family_config(config, name).get("pools", [FULL]))
+
+
+def pool_families(config: dict, pool: str) -> list[str]:
+    """The configured families that annotate a pool's shards."""
+    return [name for name in family_names(config) if pool in family_pools(config, name)]
 
 
 def resolve_throughput(config: dict, name: str) -> dict:

@@ -1,9 +1,9 @@
 """Which pool each variant selects from (selectlab.corpus.pools), and what that asks of the run.
 
 A variant's pool is its own `pool`, else its family's in `corpus.pool_by_family`, else `full`
-(the tokenized shards, one document a unit). A pool other than `full` is cut into pool shards
-that are annotated with the families its variants read; selection, packing and training then
-read the pool shards.
+(the tokenized shards, one document a unit). A pool other than `full` is cut into pool shards;
+the score families its variants read annotate them (annotate.families.*.pools), and selection
+and packing read them.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from __future__ import annotations
 from selectlab import layout
 from selectlab.corpus.pools import FULL, PoolSpec, pool_shard, pool_spec
 from selectlab.selection.resolve import selection_params, selection_raters, variant_entry
+
+__all__ = ["FULL"]
 
 # Methods that read what is prepared once over the full pool (percentile ranks, MATES' own
 # proxy runs); they select from `full` only.
@@ -55,27 +57,30 @@ def pool_ready(config: dict, root: str, name: str) -> str:
     return layout.read_report(root) if pool == FULL else layout.pool_report(root, pool)
 
 
-def pool_families(config: dict) -> dict[str, list[str]]:
-    """Pool (besides `full`) -> the score families its variants read, to annotate its shards."""
-    families: dict[str, set[str]] = {pool: set() for pool in pool_specs(config)}
-    for name in config["variants"]:
-        pool = variant_pool(config, name)
-        if pool != FULL:
-            families[pool].update(selection_raters(config, name))
-    return {pool: sorted(names) for pool, names in families.items()}
+def pool_problems(config: dict) -> list[str]:
+    """Each variant whose inputs cannot come from its pool, one line each (config check)."""
+    from selectlab.annotate.resolve import family_pools
 
-
-def check_pools(config: dict) -> None:
-    """Variants whose inputs cannot come from their pool are refused at planning time."""
+    problems = []
     for name, entry in config["variants"].items():
-        pool = variant_pool(config, name)
-        if pool == FULL:
+        try:
+            pool = variant_pool(config, name)
+        except ValueError as error:
+            problems.append(str(error))
             continue
-        if entry["method"] in FULL_POOL_METHODS:
-            raise ValueError(f"variant {name!r}: method {entry['method']} reads what is prepared "
-                             f"over the full pool only; it cannot select from pool {pool!r}")
-        of = selection_params(config, name).get("of")
-        for other in [of, entry.get("shared_from")]:
-            if other and variant_pool(config, str(other)) != pool:
-                raise ValueError(f"variant {name!r} (pool {pool!r}) reuses {other!r}, which "
-                                 f"selects from pool {variant_pool(config, str(other))!r}")
+        where = f"variants.{name} (pool {pool})"
+        if pool != FULL and entry["method"] in FULL_POOL_METHODS:
+            problems.append(f"{where}: method {entry['method']} reads what is prepared over the "
+                            "full pool only (ranks, proxy runs); select it from `full`")
+        for family in selection_raters(config, name):
+            if family in config["annotate"]["families"] and \
+                    pool not in family_pools(config, family):
+                problems.append(f"{where}: reads {family}, which annotates only "
+                                f"{family_pools(config, family)}; add {pool!r} to "
+                                f"annotate.families.{family}.pools")
+        of = selection_params(config, name).get("of") if entry["method"] == "curriculum" \
+            else None
+        if of in config["variants"] and variant_pool(config, of) != pool:
+            problems.append(f"{where}: reorders {of!r}, which selects from pool "
+                            f"{variant_pool(config, of)!r}")
+    return problems
