@@ -87,8 +87,14 @@ if ANALYSIS.dataman:
 
     rule analysis_dataman_tables:
         input:
-            meta=expand(layout.meta_sidecar(RUN), shard=SHARDS),
-            sidecars=expand(layout.sidecar(RUN, ANALYSIS.dataman), shard=SHARDS),
+            meta=expand(
+                layout.meta_sidecar(RUN),
+                shard=pool_cfg.pool_shards(SHARDS, ANALYSIS.dataman_pool),
+            ),
+            sidecars=expand(
+                layout.sidecar(RUN, ANALYSIS.dataman),
+                shard=pool_cfg.pool_shards(SHARDS, ANALYSIS.dataman_pool),
+            ),
         output:
             corpus_csv=report(
                 layout.table(RUN, analysis_cfg.DATAMAN_CORPUS, "csv"),

@@ -28,7 +28,9 @@ ANNOTATE_BATCHES, ANNOTATE_ALONE = annotate_cfg.shard_batches(
     SHARDS, annotate_cfg.shards_per_job(config)
 )
 ANNOTATE_SUFFIXES = annotate_cfg.batch_suffixes(annotate_cfg.shards_per_job(config))
-ANNOTATE_ALONE_PATTERN = names_pattern(ANNOTATE_ALONE) if ANNOTATE_BATCHES else BASE_SHARD
+ANNOTATE_ALONE_PATTERN = (
+    names_pattern(ANNOTATE_ALONE) if ANNOTATE_BATCHES else BASE_SHARD
+)
 # Where each family annotates (annotate.families.*.pools): the tokenized shards (`full`) in
 # batches as above, and every other pool's shards one job each (annotate_pool).
 FULL_FAMILIES = annotate_cfg.pool_families(config, pool_cfg.FULL)
@@ -45,7 +47,10 @@ BATCH_SHAPE = per_job(
 # The stats files of every annotation job of some families: one per batch, one per shard
 # scored alone (each lists its shards).
 ANNOTATION_STATS = lambda families: annotate_cfg.stats_files(
-    RUN, [f for f in families if f in FULL_FAMILIES], ANNOTATE_BATCHES, ANNOTATE_ALONE
+    RUN,
+    [f for f in families if pool_cfg.FULL in annotate_cfg.family_pools(config, f)],
+    ANNOTATE_BATCHES,
+    ANNOTATE_ALONE,
 ) + [
     layout.annotation_stats(RUN, family, shard)
     for family in families

@@ -121,7 +121,9 @@ def asks_for_gpus(job) -> bool:
 
 def test_every_paper_row_is_pretrained_and_evaluated_once(plan):
     variants = list(plan.config["variants"])
-    assert len(variants) == 77
+    # 77 rows, plus DataMan's 15 re-runs of QuRating's rows on DataPajama and Meta-rater's 7
+    # re-runs of shared rows on the full SlimPajama.
+    assert len(variants) == 77 + 15 + 7
     staged = [f"mates__stage{k}" for k in range(1, 6)]  # MATES runs in 5 stages
     for rule in ("select", "pack", "pretrain", "eval_perplexity", "eval_icl"):
         counts = per_variant(plan, rule)
@@ -133,8 +135,50 @@ def test_every_paper_row_is_pretrained_and_evaluated_once(plan):
     # Meta-rater Figure 1's three models are also evaluated at 1/4, 1/2 and 3/4 of training.
     curves = Counter((job.wildcards["variant"], job.wildcards["fraction"])
                      for job in plan.jobs if job.rule == "eval_curve")
-    assert curves == {(v, f): 1 for v in ("uniform", "educational_value_top", "metarater_all")
+    assert curves == {(v, f): 1 for v in ("uniform_slimpajama", "educational_value_top_slimpajama",
+                                          "metarater_all")
                       for f in ("0.25", "0.5", "0.75")}
+
+
+def test_each_papers_rows_select_from_its_own_pool(plan):
+    selects = {job.wildcards["variant"]: job for job in plan.jobs if job.rule == "select"}
+    pools = {"qurating": ["uniform", "educational_value_t2", "criteria_mix",
+                          "curriculum_expertise_up"],
+             "dataman": ["uniform_datapajama", "educational_value_t2_datapajama",
+                         "dataman_accuracy", "overall_l1", "cpt_law", "overall_l5_60b"],
+             "full": ["uniform_slimpajama", "educational_value_top_slimpajama", "metarater_all",
+                      "semdedup", "uniform_7b2_150b", "all25__proxy000"]}
+    for pool, variants in pools.items():
+        for variant in variants:
+            shell = selects[variant].shell
+            metas = re.findall(r"attributes/meta/(\S+)\.parquet", shell)
+            expected = [f"group_{i:05d}" + ("" if pool == "full" else f"__{pool}")
+                        for i in range(3)]
+            assert metas == expected, (variant, metas)
+            ready = "read_report.csv" if pool == "full" else f"corpus/pools/{pool}.json"
+            assert any(path.endswith(ready) for path in selects[variant].inputs), variant
+    # QuRating's and DataMan's pools are 1024-token sequences, a fixed 260/627 and 447/627.
+    cuts = {(job.wildcards["pool"], job.wildcards["shard"]): job for job in plan.jobs
+            if job.rule == "cut_pool"}
+    assert set(cuts) == {(pool, f"group_{i:05d}") for pool in ("qurating", "dataman")
+                         for i in range(3)}
+    assert '"sequence_tokens":1024,"share":0.4147,"unit":"sequence"' in \
+        cuts["qurating", "group_00000"].shell
+    assert '"sequence_tokens":1024,"share":0.7129,"unit":"sequence"' in \
+        cuts["dataman", "group_00000"].shell
+    # Sequence units hold their EOS tokens: packing adds none for them, one per document else.
+    packs = {job.wildcards["variant"]: job.shell for job in plan.jobs if job.rule == "pack"}
+    assert "--units-hold-eos" in packs["uniform"] and "--units-hold-eos" in packs["overall_l5"]
+    assert "--units-hold-eos" not in packs["uniform_slimpajama"]
+    # Each family annotates the pools its rows select from, and only those.
+    annotated = Counter((job.wildcards["family"], job.wildcards["pool"]) for job in plan.jobs
+                        if job.rule == "annotate_pool")
+    assert annotated == {(family, pool): 3 for family, pool in [
+        ("dsir", "qurating"), ("dsir", "dataman"), ("refppl", "qurating"),
+        ("refppl", "dataman"), ("qurater", "qurating"), ("qurater", "dataman"),
+        ("dataman", "dataman")]}
+    full = {job.wildcards["family"] for job in plan.jobs if job.rule == "annotate"}
+    assert "dataman" not in full and {"qurater", "prrc", "signals"} <= full
 
 
 def test_metarater_proxies_are_planned_per_search(plan):
@@ -157,7 +201,7 @@ def test_gpu_work_asks_for_gpus_and_cpu_work_does_not(plan):
     for job in plan.jobs:
         if job.rule in GPU_RULES:
             gpu = True
-        elif job.rule == "annotate":
+        elif job.rule in ("annotate", "annotate_pool"):
             family = annotate_cfg.family_config(plan.config, job.wildcards["family"])
             gpu = family["kind"] in MODEL_KINDS
         elif job.rule == "train_rater":
@@ -167,8 +211,10 @@ def test_gpu_work_asks_for_gpus_and_cpu_work_does_not(plan):
         assert asks_for_gpus(job) == gpu, (job.rule, job.wildcards, job.resources)
         seen[job.rule, gpu] += 1
     assert seen["judge", True] == 3 and seen["train_rater", True] == 5
-    # Seven model families and MATES's four influence families (stages 2-5) per shard.
-    assert seen["annotate", True] == (7 + 4) * 3 and seen["annotate", False] == 2 * 3
+    # Six model families of the full pool (DataMan rates DataPajama only) and MATES's four
+    # influence families (stages 2-5) per shard; the other pools' shards in annotate_pool.
+    assert seen["annotate", True] == (6 + 4) * 3 and seen["annotate", False] == 2 * 3
+    assert seen["annotate_pool", True] == 5 * 3 and seen["annotate_pool", False] == 2 * 3
     assert seen["mates_probe", True] == 4 * 8 and seen["mates_fit", True] == 4
     for rule in ("tokenize_shard", "select", "pack", "tables", "figures", "prepare_heldout"):
         assert seen[rule, False] > 0, rule

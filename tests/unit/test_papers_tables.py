@@ -175,12 +175,14 @@ def test_curve_cells_tables_and_charts(tmp_path):
     from selectlab.papers.layouts import chart_names
 
     config = copy.deepcopy(PAPER)
-    for variant in ("uniform", "metarater_all"):  # two seeds each, here giving equal numbers
+    # Meta-rater's random row re-runs uniform on the full SlimPajama; claims name it `uniform`.
+    for variant in ("uniform_slimpajama", "metarater_all"):  # two seeds each, equal numbers
         config["variants"][variant]["replicates"] = 2
     plan = paper_plan(config)
     (curve,) = [t for t in plan["tables"] if t["name"] == "metarater_figure1"]
     assert curve["fractions"] == ["0.25", "0.5", "0.75", "1.0"]
     assert ["metarater_all__rep1", "0.5"] in plan["curve_runs"]
+    assert plan["paper_rows"]["uniform_slimpajama"] == "uniform"
     icl = {run: icl_result(plan, {}, 0.45 if run.startswith("uniform") else 0.5)
            for run in evaluated_variants(config)}
     # Meta-rater climbs 0.40 -> 0.50 over its run; at half its tokens it has uniform's 0.45.
@@ -189,6 +191,8 @@ def test_curve_cells_tables_and_charts(tmp_path):
     cells = build_cells(plan, {}, icl, curve_icl)
     half = cell_estimate(cells, "metarater_figure1", "metarater_all", "average", "0.5")
     final = cell_estimate(cells, "metarater_figure1", "uniform", "average", "1.0")
+    assert final == cell_estimate(cells, "metarater_figure1", "uniform_slimpajama", "average",
+                                  "1.0")
     assert half.mean == pytest.approx(45.0) and final.mean == pytest.approx(45.0)
     tokens = cell_estimate(cells, "metarater_figure1", "metarater_all", "tokens", "0.5")
     assert tokens.mean == 15e9

@@ -42,7 +42,10 @@ def test_paper_grids_expand_into_the_recorded_rows_in_order():
     expanded = load_config(REPO / "config" / "paper.yaml")["variants"]
     recorded = RECORDED["variants"]
     assert len(recorded) == 77
-    assert list(expanded) == [row["name"] for row in recorded]
+    # The re-runs of shared rows on each paper's pool came after the recording.
+    reruns = [name for name, entry in expanded.items() if "rerun_of" in entry]
+    assert len(reruns) == 15 + 7
+    assert [name for name in expanded if name not in reruns] == [row["name"] for row in recorded]
     for row in recorded:
         # JSON text, so 0 vs 0.0 and key order count too (jobs receive their params as JSON).
         assert json.dumps(expanded[row["name"]]) == json.dumps(row["entry"]), row["name"]
@@ -57,7 +60,7 @@ def test_paper_states_each_design_as_a_grid():
                      "metarater_proxy_counts": 4}
     assert list(grids["qurating_criteria"]["grid"]["mode"]) == ["top", "t1", "t2", "inverse"]
     assert grids["overall_levels"]["grid"]["level"] == [1, 2, 3, 4, 5]
-    assert len(variants) == 77 - sum(sizes.values()) + len(sizes)
+    assert len(variants) == 77 - sum(sizes.values()) + len(sizes) + 2  # and two reruns
 
 
 def test_placeholders_fill_names_labels_and_typed_values():
@@ -89,6 +92,35 @@ def test_bad_grids_are_clear_errors(change, message):
     change(grid)
     with pytest.raises(ValueError, match=message):
         expand_variants({"qurating": grid})
+
+
+def test_a_rerun_copies_rows_above_it_onto_other_settings():
+    variants = {
+        "uniform": {"family": "baseline", "label": "Uniform", "method": "uniform"},
+        "qurating": QURATING,
+        "datapajama": {"rerun": ["uniform", "writing_style_top"], "name": "{variant}_dp",
+                       "with": {"family": "dataman_baseline", "pool": "dataman",
+                                "label": "{label} (DataPajama)"}},
+    }
+    expanded = expand_variants(variants)
+    assert list(expanded)[-2:] == ["uniform_dp", "writing_style_top_dp"]
+    copy_ = expanded["writing_style_top_dp"]
+    original = expanded["writing_style_top"]
+    assert copy_ == original | {"family": "dataman_baseline", "pool": "dataman",
+                                "label": "Writing style top-k (DataPajama)",
+                                "rerun_of": "writing_style_top"}
+    assert "rerun_of" not in original and "pool" not in original
+    assert set(grid_variants(variants)) == {"writing_style_top", "writing_style_inverse",
+                                            "facts_and_trivia_top", "facts_and_trivia_inverse",
+                                            "uniform_dp", "writing_style_top_dp"}
+    with pytest.raises(ValueError, match="'later' is not a variant declared above"):
+        expand_variants({"early": {"rerun": ["later"], "name": "{variant}_x",
+                                   "with": {"pool": "p"}},
+                         "later": {"family": "f", "method": "uniform"}})
+    with pytest.raises(ValueError, match="refers to another variant"):
+        expand_variants({"u": {"family": "f", "method": "uniform"},
+                         "c": {"family": "f", "method": "curriculum", "params": {"of": "u"}},
+                         "r": {"rerun": ["c"], "name": "{variant}_x", "with": {"pool": "p"}}})
 
 
 def test_a_name_given_twice_is_an_error():

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from selectlab.corpus.pools import FULL
+
 SCORELESS_KINDS = ("embedding",)
 RATER_KINDS = ("rater", "rater_generative")
 DEFAULT_SAMPLE_ROWS = 200_000  # Meta-rater computes its correlations on 200k documents
@@ -50,18 +52,24 @@ class AnalysisPlan:
     seed: int
     qurater: str | None = None  # the family that annotates with the QuRater
     label_protocols: tuple[str, ...] = ()  # configured judge protocols of LABEL_PROTOCOLS
+    dataman_pool: str = "full"  # the pool DataMan's corpus tables count (its family's first)
+
+    @property
+    def sampled_dataman(self) -> bool:
+        """DataMan's ratings are in the sample (of the full pool) the figures are drawn from."""
+        return self.dataman is not None and self.dataman in self.families
 
     def figures(self) -> list[str]:
         names = [DISTRIBUTION_PREFIX + family for family in self.families]
         names += [SPEARMAN] if self.families else []
-        names += [DATAMAN_PEARSON] if self.dataman else []
-        names += [DATAMAN_VS_NLL] if self.dataman and self.refppl else []
+        names += [DATAMAN_PEARSON] if self.sampled_dataman else []
+        names += [DATAMAN_VS_NLL] if self.sampled_dataman and self.refppl else []
         names += [QURATER_VS_NLL] if self.qurater and self.refppl else []
         return names
 
     def figure_tables(self) -> list[str]:
         """Tables written with the figures (from the sample)."""
-        return [DATAMAN_VS_NLL_TABLE] if self.dataman and self.refppl else []
+        return [DATAMAN_VS_NLL_TABLE] if self.sampled_dataman and self.refppl else []
 
     def tables(self) -> list[str]:
         return ([DATAMAN_CORPUS, DATAMAN_DOMAIN_MEANS] if self.dataman else []) + (
@@ -89,17 +97,21 @@ def is_qurater(family: dict) -> bool:
 
 
 def analysis_plan(config: dict) -> AnalysisPlan:
+    """What the analysis draws: the sample and its figures over the full pool, from the families
+    that annotate it; DataMan's corpus tables over the pool its family annotates (first listed).
+    """
     families = config["annotate"]["families"]
     scored = {name: f["kind"] for name, f in families.items()
-              if f["kind"] not in SCORELESS_KINDS}
+              if f["kind"] not in SCORELESS_KINDS and FULL in f.get("pools", [FULL])}
     dataman = next((name for name, f in families.items() if is_dataman(f)), None)
     refppl = next((name for name, f in families.items() if f["kind"] == "refppl"), None)
     qurater = next((name for name, f in families.items() if is_qurater(f)), None)
     section = config.get("analysis") or {}
     labels = tuple(p for p in LABEL_PROTOCOLS if p in config["judge"]["protocols"])
+    dataman_pool = families[dataman].get("pools", [FULL])[0] if dataman else FULL
     return AnalysisPlan(scored, dataman, refppl,
                         int(section.get("sample_rows", DEFAULT_SAMPLE_ROWS)), int(config["seed"]),
-                        qurater, labels)
+                        qurater, labels, dataman_pool)
 
 
 def heading(name: str) -> str:

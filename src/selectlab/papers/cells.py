@@ -32,8 +32,8 @@ from selectlab.papers.scores import (
 )
 from selectlab.report.table_files import finite_or_none
 
-CELL_COLUMNS = ["table", "block", "variant", "column", "mean", "low", "high", "n", "se",
-                "basis", "values"]
+CELL_COLUMNS = ["table", "block", "variant", "column", "paper_row", "mean", "low", "high", "n",
+                "se", "basis", "values"]
 SPLIT_COLUMNS = {"validation": "val_ppl", "test": "test_ppl"}
 FINAL = "1.0"  # a curve's last point: the final (checkpoint-averaged) model
 
@@ -130,7 +130,8 @@ class CellBuilder:
         for column in per_run[0]:
             scores = [scores[column] for scores in per_run]
             est = estimate([s.value for s in scores], [s.stderr for s in scores])
-            cells.append(cell_record(table, block, variant, column, est))
+            cells.append(cell_record(table, block, variant, column, est,
+                                     self.plan.get("paper_rows", {}).get(variant)))
         return cells
 
     def table_cells(self, table_plan: dict) -> list[dict]:
@@ -147,7 +148,8 @@ class CellBuilder:
             for key in table_plan["fractions"]:
                 for v in table_plan["rows"]:
                     tokens = float(key) * table_plan["tokens"][v]
-                    cells.append(cell_record(layout.name, key, v, "tokens", estimate([tokens])))
+                    cells.append(cell_record(layout.name, key, v, "tokens", estimate([tokens]),
+                                             self.plan.get("paper_rows", {}).get(v)))
                     cells += self.row_cells(layout.name, key, v, tasks, key)
             return cells
         return [c for v in table_plan["rows"] for c in self.row_cells(layout.name, "", v, tasks)]
@@ -176,9 +178,13 @@ def read_cells(path: Path) -> pd.DataFrame:
 
 def cell_estimate(cells: pd.DataFrame, table: str, variant: str, column: str,
                   block: str = "") -> Estimate | None:
-    """A cell back as an Estimate (replicate values kept), or None if the run lacks it."""
-    rows = cells[(cells["table"] == table) & (cells["variant"] == variant)
-                 & (cells["column"] == column) & (cells["block"] == block)]
+    """A cell back as an Estimate (replicate values kept), or None if the run lacks it. A
+    variant is found by its name, else as the paper's row it re-runs (`paper_row`)."""
+    here = cells[(cells["table"] == table) & (cells["column"] == column)
+                 & (cells["block"] == block)]
+    rows = here[here["variant"] == variant]
+    if rows.empty and "paper_row" in here:
+        rows = here[here["paper_row"] == variant]
     if rows.empty or pd.isna(rows.iloc[0]["mean"]):
         return None
     record = rows.iloc[0]

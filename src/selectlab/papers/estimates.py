@@ -89,7 +89,11 @@ def difference(a: Estimate, b: Estimate) -> Estimate:
 
 
 # One cell of a paper table as the cells file stores it (selectlab.papers.cells.CELL_COLUMNS).
-def cell_record(table: str, block: str, variant: str, column: str, est: Estimate) -> dict:
+def cell_record(table: str, block: str, variant: str, column: str, est: Estimate,
+                paper_row: str | None = None) -> dict:
+    """`paper_row`: the row as the paper names it (a re-run row's original; default `variant`),
+    which published numbers and claims use."""
     return {"table": table, "block": block, "variant": variant, "column": column,
+            "paper_row": paper_row or variant,
             "mean": est.mean, "low": est.low, "high": est.high, "n": est.n, "se": est.se,
             "basis": est.basis, "values": ";".join(repr(v) for v in est.values)}

@@ -61,6 +61,8 @@ def paper_plan(config: dict) -> dict:
         "curve_runs": [list(pair) for pair in curve_runs(config)],
         "replicates": {v: replicate_names(config, v) for v in sorted(members)},
         "labels": {v: config["variants"][v].get("label", v) for v in sorted(members)},
+        "paper_rows": {v: config["variants"][v]["rerun_of"] for v in sorted(members)
+                       if "rerun_of" in config["variants"][v]},
         "scale": run_scale(config),
     }
 

@@ -77,8 +77,11 @@ def vs_published(cells: pd.DataFrame, published: pd.DataFrame, scale: str) -> pd
     run is at the papers' scale, and is repeated on every row so no reader of a single row
     mistakes an embedded-corpus number for a reproduction attempt.
     """
-    run = cells[["table", "block", "variant", "column", "mean", "low", "high", "n"]]
+    # A re-run row (selectlab.selection.grids) meets the paper's numbers under the row it re-runs.
+    run = cells[["table", "block", "variant", "paper_row", "column", "mean", "low", "high", "n"]]
+    run = run.rename(columns={"variant": "run_variant", "paper_row": "variant"})
     joined = published.merge(run, on=["table", "block", "variant", "column"], how="inner")
+    joined["variant"] = joined["run_variant"]
     joined = joined[joined["mean"].notna()].copy()
     joined["difference"] = joined["mean"] - joined["published"]
     joined["scale"] = scale

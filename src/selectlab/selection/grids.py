@@ -18,6 +18,18 @@ one placeholder takes the value itself (a number stays a number, a list a list);
 inside a longer string are written into it. The grid expands, where it stands, into one variant
 per combination of levels, so the expanded order is the config's order.
 
+An entry with a `rerun` key re-runs rows declared above it under other settings, where a paper
+repeats another paper's rows on its own pool (DataMan's baselines are QuRating's rows re-run on
+DataPajama):
+
+    dataman_baselines:
+      rerun: [uniform, educational_value_t2]  # variants (or grid variants) above this entry
+      name: "{variant}_datapajama"
+      with: {family: dataman_baseline, label: "{label} (DataPajama)"}  # replaces these keys
+
+A row that refers to another variant (a curriculum's `of`, `init_from`, `shared_from`) cannot
+be re-run alone and is refused.
+
 `expand_variants` is called once when a configuration is loaded (the Snakefile, and
 `selectlab.config.load_config`), so every resolver sees plain variants only.
 """
@@ -33,6 +45,29 @@ PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?:\.([A-Za-z_][A-Za-z0-9_]
 
 def is_grid(entry: object) -> bool:
     return isinstance(entry, dict) and "grid" in entry
+
+
+def is_rerun(entry: object) -> bool:
+    return isinstance(entry, dict) and "rerun" in entry
+
+
+def expand_rerun(key: str, spec: dict, earlier: dict[str, dict]) -> dict[str, dict]:
+    """Copies of the listed variants (declared before this entry), renamed and overridden."""
+    copies: dict[str, dict] = {}
+    for source in spec["rerun"]:
+        if source not in earlier:
+            raise ValueError(f"rerun {key!r}: {source!r} is not a variant declared above it")
+        original = earlier[source]
+        if original.get("method") == "curriculum" or "shared_from" in original or \
+                "init_from" in original.get("pretrain", {}):
+            raise ValueError(f"rerun {key!r}: {source!r} refers to another variant; re-run that "
+                             "one and declare this row by hand")
+        name = spec["name"].replace("{variant}", source)
+        changes = copy.deepcopy(spec["with"])
+        if "label" in changes:  # `{label}`: the row's own label
+            changes["label"] = changes["label"].replace("{label}", original.get("label", source))
+        copies[name] = copy.deepcopy(original) | changes | {"rerun_of": source}
+    return copies
 
 
 def default_label(level: object) -> str:
@@ -91,16 +126,19 @@ def expand_grid(grid: str, spec: dict) -> dict[str, dict]:
 
 
 def grid_variants(variants: dict) -> dict[str, dict]:
-    """Only the variants the grids of a `variants:` section expand into."""
-    return {name: variant for key, entry in variants.items() if is_grid(entry)
-            for name, variant in expand_grid(key, entry).items()}
+    """Only the variants the grids and reruns of a `variants:` section expand into."""
+    expanded = expand_variants(variants)
+    return {name: expanded[name] for name in expanded
+            if name not in variants or is_grid(variants[name]) or is_rerun(variants[name])}
 
 
 def expand_variants(variants: dict) -> dict:
-    """The `variants:` section with each grid replaced, where it stands, by its variants."""
+    """The `variants:` section with each grid and rerun replaced, where it stands, by its
+    variants."""
     expanded: dict[str, dict] = {}
     for key, entry in variants.items():
-        produced = expand_grid(key, entry) if is_grid(entry) else {key: entry}
+        produced = expand_grid(key, entry) if is_grid(entry) else \
+            expand_rerun(key, entry, expanded) if is_rerun(entry) else {key: entry}
         for name, variant in produced.items():
             if name in expanded or (name != key and name in variants):
                 raise ValueError(f"variant {name!r} is named twice (grid {key!r} and another "
