@@ -18,17 +18,24 @@ ANALYSIS_TARGETS = expand(
 
 if ANALYSIS.families:
 
+    # One sample per pool that some family annotates first, with every family annotating it.
     rule analysis_sample:
         input:
-            meta=expand(layout.meta_sidecar(RUN), shard=SHARDS),
-            sidecars=expand(
-                layout.sidecar(RUN), family=list(ANALYSIS.families), shard=SHARDS
+            meta=lambda w: expand(
+                layout.meta_sidecar(RUN), shard=pool_cfg.pool_shards(SHARDS, w.pool)
+            ),
+            sidecars=lambda w: expand(
+                layout.sidecar(RUN),
+                family=ANALYSIS.samples[w.pool],
+                shard=pool_cfg.pool_shards(SHARDS, w.pool),
             ),
         output:
             sample=layout.analysis_sample(RUN),
             summary=layout.analysis_sample_summary(RUN),
         log:
-            layout.job_log(RUN, "analysis", "sample"),
+            layout.job_log(RUN, "analysis", "sample_{pool}"),
+        wildcard_constraints:
+            pool=names_pattern(list(ANALYSIS.samples)),
         container:
             CONTAINERS["cpu"]
         threads: rule_threads("analysis_sample")
@@ -43,7 +50,7 @@ if ANALYSIS.families:
 
     rule analysis_figures:
         input:
-            sample=layout.analysis_sample(RUN),
+            samples=expand(layout.analysis_sample(RUN), pool=list(ANALYSIS.samples)),
         output:
             **{
                 name: report(
@@ -78,7 +85,7 @@ if ANALYSIS.families:
                 else ""
             ),
         shell:
-            "selectlab analysis figures --params {params.cfg:q} --sample {input.sample}"
+            "selectlab analysis figures --params {params.cfg:q} --samples {input.samples}"
             " --figures-dir {params.figures_dir} --matrices-dir {params.matrices_dir}"
             " {params.tables_dir} > {log} 2>&1"
 

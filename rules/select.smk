@@ -96,9 +96,11 @@ rule pack:
         seq_len=lambda w: train_cfg.seq_len(config, w.variant),
         tokens_dir=layout.tokens_dir(RUN),
         # Sequence units carry their documents' EOS tokens; documents get one each here.
-        eos=lambda w: "--units-hold-eos"
-        if pool_cfg.variant_pool_spec(config, w.variant).eos_inside
-        else "",
+        eos=lambda w: (
+            "--units-hold-eos"
+            if pool_cfg.variant_pool_spec(config, w.variant).eos_inside
+            else ""
+        ),
     shell:
         "selectlab select pack --selection {input.selection} --tokens-dir {params.tokens_dir}"
         " --tokenizer {input.tokenizer} --seq-len {params.seq_len} {params.eos}"

@@ -48,7 +48,7 @@ def job(tmp_path: Path, dataman: str | None = "dataman", refppl: str | None = "r
 
 def test_write_figures_draws_the_plans_figures_and_its_matrices(tmp_path):
     frame = score_frame()
-    written = write_figures(frame, job(tmp_path))
+    written = write_figures({"full": frame}, job(tmp_path))
     names = sorted(path.stem for path in written)
     assert names == sorted(["analysis_distribution_signals", "analysis_distribution_refppl",
                             "analysis_distribution_dataman", "analysis_spearman",
@@ -83,7 +83,7 @@ def test_only_outputs_built_on_judge_trained_raters_carry_the_judges_notes(tmp_p
 
 def test_without_dataman_only_distributions_and_the_spearman_heatmap_are_drawn(tmp_path):
     frame = score_frame().drop(columns=["dataman.overall_score", "dataman.accuracy"])
-    written = write_figures(frame, job(tmp_path, dataman=None))
+    written = write_figures({"full": frame}, job(tmp_path, dataman=None))
     assert sorted(p.stem for p in written) == sorted([
         "analysis_distribution_signals", "analysis_distribution_refppl", "analysis_spearman"])
     assert not (tmp_path / "tables").exists()
@@ -157,6 +157,35 @@ def test_the_plan_follows_the_configured_families(config):
     assert plan.analysis_plan(generative).tables() == []
 
 
+def test_each_familys_figures_come_from_the_pool_it_annotates_first(config, tmp_path):
+    changed = with_rater_families(config)
+    families = changed["annotate"]["families"]
+    families["dataman"]["pools"] = ["dataman"]  # DataMan rates DataPajama only
+    families["refppl"]["pools"] = ["full", "dataman"]
+    analysis = plan.analysis_plan(changed)
+    assert analysis.samples["dataman"] == ["refppl", "dataman"]
+    assert "dataman" not in analysis.samples["full"] and "refppl" in analysis.samples["full"]
+    assert analysis.dataman_pool == "dataman" and analysis.pool_of("qurater") == "full"
+    assert {"analysis_dataman_pearson", "analysis_dataman_vs_nll",
+            "analysis_spearman"} <= set(analysis.figures())
+    # Without the reference LM on DataMan's pool, DataMan against NLL cannot be drawn.
+    families["refppl"]["pools"] = ["full"]
+    assert "analysis_dataman_vs_nll" not in plan.analysis_plan(changed).figures()
+    # Drawn: DataMan's heatmap from the DataMan pool's sample, the Spearman heatmap from the
+    # full pool's, which has no DataMan column.
+    full, dataman = score_frame(), score_frame(60)
+    full = full.drop(columns=["dataman.overall_score", "dataman.accuracy"])
+    figures = job(tmp_path)
+    pools = FigureJob(**{**figures.__dict__, "family_pools": {"dataman": "dataman"}})
+    written = {path.stem for path in write_figures({"full": full, "dataman": dataman}, pools)}
+    assert {"analysis_dataman_pearson", "analysis_dataman_vs_nll", "analysis_spearman",
+            "analysis_distribution_dataman"} <= written
+    spearman = pd.read_csv(tmp_path / "analysis" / "analysis_spearman.csv", index_col=0)
+    assert not [c for c in spearman.columns if c.startswith("dataman.")]
+    pearson = pd.read_csv(tmp_path / "analysis" / "analysis_dataman_pearson.csv", index_col=0)
+    assert list(pearson.columns) == ["dataman.accuracy", "dataman.overall_score"]
+
+
 def test_every_analysis_output_has_a_caption_file_and_a_heading(config):
     analysis = plan.analysis_plan(with_rater_families(config))
     for name in analysis.figures() + analysis.tables():
@@ -167,7 +196,7 @@ def test_every_analysis_output_has_a_caption_file_and_a_heading(config):
 def test_the_html_report_shows_analysis_tables_and_figures(tmp_path):
     frame = score_frame()
     figures = job(tmp_path)
-    write_figures(frame, figures)
+    write_figures({"full": frame}, figures)
     out = tmp_path / "report.html"
     code = main(["report", "html", "--tables-dir", str(tmp_path / "tables"),
                  "--figures-dir", str(tmp_path / "figures"),

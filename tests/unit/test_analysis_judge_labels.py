@@ -95,6 +95,6 @@ def test_qurater_ratings_against_nll_as_scatter_plots(tmp_path):
     job = FigureJob(families=["refppl", "qurater"], rater_families=["qurater"], dataman=None,
                     refppl="refppl", notes=[], nll_note="NLL note", tables_dir=None,
                     figures_dir=tmp_path, matrices_dir=tmp_path / "m", qurater="qurater")
-    written = {p.stem for p in write_figures(frame, job)}
+    written = {p.stem for p in write_figures({"full": frame}, job)}
     assert plan.QURATER_VS_NLL in written
     assert (tmp_path / f"{plan.QURATER_VS_NLL}.png").read_bytes()[:8] == PNG

@@ -9,7 +9,7 @@ reference-LM family.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from selectlab.corpus.pools import FULL
 
@@ -52,24 +52,35 @@ class AnalysisPlan:
     seed: int
     qurater: str | None = None  # the family that annotates with the QuRater
     label_protocols: tuple[str, ...] = ()  # configured judge protocols of LABEL_PROTOCOLS
-    dataman_pool: str = "full"  # the pool DataMan's corpus tables count (its family's first)
+    # Pool -> the scored families annotating it, sampled together (one sample per pool that
+    # is some family's first); a family's figures come from its first pool's sample.
+    samples: dict[str, list[str]] = field(default_factory=dict)
+    family_pools: dict[str, str] = field(default_factory=dict)
+
+    def pool_of(self, family: str | None) -> str:
+        return self.family_pools.get(family, FULL)
 
     @property
-    def sampled_dataman(self) -> bool:
-        """DataMan's ratings are in the sample (of the full pool) the figures are drawn from."""
-        return self.dataman is not None and self.dataman in self.families
+    def dataman_pool(self) -> str:
+        """The pool DataMan's corpus tables count and its figures are drawn from."""
+        return self.pool_of(self.dataman)
+
+    def beside_refppl(self, family: str | None) -> bool:
+        """The reference LM scored the sample a family's figures come from."""
+        return family is not None and self.refppl is not None and \
+            self.refppl in self.samples.get(self.pool_of(family), [])
 
     def figures(self) -> list[str]:
         names = [DISTRIBUTION_PREFIX + family for family in self.families]
-        names += [SPEARMAN] if self.families else []
-        names += [DATAMAN_PEARSON] if self.sampled_dataman else []
-        names += [DATAMAN_VS_NLL] if self.sampled_dataman and self.refppl else []
-        names += [QURATER_VS_NLL] if self.qurater and self.refppl else []
+        names += [SPEARMAN] if self.samples.get(FULL) else []
+        names += [DATAMAN_PEARSON] if self.dataman else []
+        names += [DATAMAN_VS_NLL] if self.beside_refppl(self.dataman) else []
+        names += [QURATER_VS_NLL] if self.beside_refppl(self.qurater) else []
         return names
 
     def figure_tables(self) -> list[str]:
         """Tables written with the figures (from the sample)."""
-        return [DATAMAN_VS_NLL_TABLE] if self.sampled_dataman and self.refppl else []
+        return [DATAMAN_VS_NLL_TABLE] if self.beside_refppl(self.dataman) else []
 
     def tables(self) -> list[str]:
         return ([DATAMAN_CORPUS, DATAMAN_DOMAIN_MEANS] if self.dataman else []) + (
@@ -97,21 +108,25 @@ def is_qurater(family: dict) -> bool:
 
 
 def analysis_plan(config: dict) -> AnalysisPlan:
-    """What the analysis draws: the sample and its figures over the full pool, from the families
-    that annotate it; DataMan's corpus tables over the pool its family annotates (first listed).
-    """
+    """What the analysis draws. Each scored family's figures come from a sample of the first
+    pool it annotates (annotate.families.*.pools), with every family annotating that pool;
+    the Spearman heatmap of all scores from the full pool's; DataMan's corpus tables count its
+    first pool."""
     families = config["annotate"]["families"]
     scored = {name: f["kind"] for name, f in families.items()
-              if f["kind"] not in SCORELESS_KINDS and FULL in f.get("pools", [FULL])}
+              if f["kind"] not in SCORELESS_KINDS}
+    pools = {name: list(families[name].get("pools", [FULL])) for name in scored}
+    first = {name: pools[name][0] for name in scored}
+    samples = {pool: [name for name in scored if pool in pools[name]]
+               for pool in dict.fromkeys(first.values())}
     dataman = next((name for name, f in families.items() if is_dataman(f)), None)
     refppl = next((name for name, f in families.items() if f["kind"] == "refppl"), None)
     qurater = next((name for name, f in families.items() if is_qurater(f)), None)
     section = config.get("analysis") or {}
     labels = tuple(p for p in LABEL_PROTOCOLS if p in config["judge"]["protocols"])
-    dataman_pool = families[dataman].get("pools", [FULL])[0] if dataman else FULL
     return AnalysisPlan(scored, dataman, refppl,
                         int(section.get("sample_rows", DEFAULT_SAMPLE_ROWS)), int(config["seed"]),
-                        qurater, labels, dataman_pool)
+                        qurater, labels, samples, first)
 
 
 def heading(name: str) -> str:
@@ -137,6 +152,7 @@ def figure_params(config: dict, notes: list[str]) -> dict:
     refppl = config["annotate"]["families"][plan.refppl] if plan.refppl else None
     return {"families": plan.families, "rater_families": plan.rater_families(),
             "dataman": plan.dataman, "refppl": plan.refppl, "qurater": plan.qurater,
+            "samples": plan.samples, "family_pools": plan.family_pools,
             "notes": list(notes),
             "refppl_settings": ({"model": refppl["model"], "max_tokens": refppl["max_tokens"]}
                                 if refppl else None)}

@@ -42,10 +42,13 @@ def figures(args) -> dict:
                     nll_note=nll_note(p["refppl_settings"]) if p["refppl"] else "",
                     figures_dir=Path(args.figures_dir), matrices_dir=Path(args.matrices_dir),
                     tables_dir=Path(args.tables_dir) if args.tables_dir else None,
-                    qurater=p.get("qurater"))
+                    qurater=p.get("qurater"), family_pools=p.get("family_pools"))
     if job.dataman and job.refppl and job.tables_dir is None:
         raise ValueError("the DataMan-vs-NLL table needs --tables-dir")
-    written = write_figures(to_frame(pq.read_table(args.sample)), job)
+    # analysis/sample_{pool}.parquet (selectlab.layout.analysis_sample)
+    frames = {Path(path).stem.removeprefix("sample_"): to_frame(pq.read_table(path))
+              for path in args.samples}
+    written = write_figures(frames, job)
     return {"figures": [str(path) for path in written]}
 
 
@@ -134,7 +137,8 @@ def register(stages) -> None:
     p.add_argument("--summary", required=True)
     p = add_action(actions, "figures", figures, "distribution, heatmap and NLL figures")
     p.add_argument("--params", type=json_arg, required=True, help="the analysis plan and notes")
-    p.add_argument("--sample", required=True)
+    p.add_argument("--samples", nargs="+", required=True,
+                   help="analysis/sample_{pool}.parquet of every sampled pool")
     p.add_argument("--figures-dir", required=True)
     p.add_argument("--tables-dir", help="where the DataMan-vs-NLL table goes (when drawn)")
     p.add_argument("--matrices-dir", required=True)

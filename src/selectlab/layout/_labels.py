@@ -76,13 +76,14 @@ def reference_lm(root: str) -> str:
 
 # ---- analysis of the annotated corpus --------------------------------------------------------
 @path
-def analysis_sample(root: str) -> str:
-    return _under(root, "analysis", "sample.parquet")
+def analysis_sample(root: str, pool: str = "{pool}") -> str:
+    """The analysis sample of one selection pool's units (`full`: the documents)."""
+    return _under(root, "analysis", f"sample_{pool}.parquet")
 
 
 @path
-def analysis_sample_summary(root: str) -> str:
-    return _under(root, "analysis", "sample.json")
+def analysis_sample_summary(root: str, pool: str = "{pool}") -> str:
+    return _under(root, "analysis", f"sample_{pool}.json")
 
 
 @path
