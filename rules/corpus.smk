@@ -43,6 +43,8 @@ if config["corpus"]["mode"] == "embedded":
 else:
 
     rule prepare_heldout:
+        input:
+            tokenizer=layout.tokenizer(RUN),
         output:
             layout.heldout(RUN),
         log:
@@ -55,7 +57,8 @@ else:
         params:
             cfg=lambda w: json_param(corpus_cfg.heldout_params(config, w.split)),
         shell:
-            "selectlab corpus heldout --params {params.cfg:q} --out {output} > {log} 2>&1"
+            "selectlab corpus heldout --params {params.cfg:q} --tokenizer {input.tokenizer}"
+            " --out {output} > {log} 2>&1"
 
 
 if config["tokenizer"]["kind"] == "train_bpe":

@@ -30,7 +30,7 @@ def as_slimpajama(config: dict) -> dict:
     real["corpus"]["mode"] = "slimpajama"
     real["corpus"]["slimpajama"] = {
         "train_dir": "/data/train", "validation_dir": "/data/val", "test_dir": "/data/test",
-        "pattern": "chunk*/example_*.jsonl.zst", "group_size": 4, "heldout_docs_per_source": 10}
+        "pattern": "chunk*/example_*.jsonl.zst", "group_size": 4, "heldout_tokens_per_split": 10000}
     real["judge"]["backend"] = {"kind": "vllm", "model": "/models/judge-70b"}
     return real
 

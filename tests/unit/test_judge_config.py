@@ -38,7 +38,7 @@ def test_the_simulated_judge_is_forbidden_with_slimpajama(config):
     real["corpus"]["mode"] = "slimpajama"
     real["corpus"]["slimpajama"] = {
         "train_dir": "/data/train", "validation_dir": "/data/val", "test_dir": "/data/test",
-        "pattern": "chunk*/example_*.jsonl.zst", "group_size": 4, "heldout_docs_per_source": 10}
+        "pattern": "chunk*/example_*.jsonl.zst", "group_size": 4, "heldout_tokens_per_split": 10000}
     with pytest.raises(WorkflowError):
         validate(real)
     real["judge"]["backend"] = {"kind": "vllm", "model": "/models/judge-70b"}

@@ -245,6 +245,16 @@ def test_no_job_uses_the_simulated_judge(plan):
     assert not any(job.rule == "build_corpus" for job in plan.jobs)
 
 
+def test_held_out_splits_are_500m_tokens_counted_by_the_run_tokenizer(plan):
+    # QuRating/DataMan: SlimPajama's validation and test sets, 500M tokens each.
+    jobs = [job for job in plan.jobs if job.rule == "prepare_heldout"]
+    assert sorted(job.wildcards["split"] for job in jobs) == ["test", "validation"]
+    for job in jobs:
+        assert '"tokens_per_split":500000000' in job.shell
+        assert job.inputs == ["results/paper/tokenizer"]
+        assert "--tokenizer results/paper/tokenizer" in job.shell
+
+
 def test_paper_figures_names_every_paper_table_and_figure(plan):
     (job,) = [job for job in plan.jobs if job.rule == "paper_figures"]
     names = {Path(path).name for path in job.inputs}

@@ -1,4 +1,4 @@
-"""`selectlab corpus`: build the embedded corpus, sample SlimPajama held-out splits, reports."""
+"""`selectlab corpus`: build the embedded corpus, cut SlimPajama held-out splits, reports."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def build(args) -> dict:
 def heldout(args) -> dict:
     from selectlab.corpus.slimpajama import write_heldout
 
-    return write_heldout(args.params, args.out).to_dict()
+    return write_heldout(args.params, args.tokenizer, args.out)
 
 
 def download(args) -> dict:
@@ -75,8 +75,10 @@ def register(stages) -> None:
     p = add_action(actions, "build", build, "build the embedded offline corpus")
     p.add_argument("--params", type=json_arg, required=True)
     p.add_argument("--out-dir", required=True)
-    p = add_action(actions, "heldout", heldout, "sample a SlimPajama held-out split per source")
+    p = add_action(actions, "heldout", heldout,
+                   "a SlimPajama held-out split: its documents up to a token budget")
     p.add_argument("--params", type=json_arg, required=True)
+    p.add_argument("--tokenizer", required=True, help="the run's tokenizer: it counts the tokens")
     p.add_argument("--out", required=True)
     p = add_action(actions, "download", download, "download SlimPajama files (online, opt-in)")
     p.add_argument("--params", type=json_arg, required=True)

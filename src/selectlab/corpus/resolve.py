@@ -81,7 +81,7 @@ def heldout_params(config: dict, split: str) -> dict:
     """What `selectlab corpus heldout` needs for one SlimPajama split."""
     slimpajama = config["corpus"]["slimpajama"]
     return {"directory": slimpajama[f"{split}_dir"], "pattern": slimpajama["pattern"],
-            "docs_per_source": slimpajama["heldout_docs_per_source"],
+            "tokens_per_split": slimpajama["heldout_tokens_per_split"],
             "max_doc_chars": max_doc_chars(config),
             "on_damaged_file": damaged_file_policy(config), "seed": config["seed"]}
 

@@ -3,61 +3,99 @@
 SlimPajama ships as `{split}/chunk{1..10}/example_{split}_{k}.jsonl.zst` with records
 `{"text", "meta": {"redpajama_set_name"}}`. Training files are consumed in place (grouped
 into shards by `selectlab.corpus.resolve.slimpajama_shard_groups`); the validation and test
-splits are sampled per source into `corpus/heldout/{split}.jsonl.zst` so that evaluation reads
-the same layout in both corpus modes.
+splits are cut to a token budget into `corpus/heldout/{split}.jsonl.zst` so that evaluation
+reads the same layout in both corpus modes.
 """
 
 from __future__ import annotations
 
 import glob
+import logging
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from selectlab.shards import Document, ReadReport, iter_documents, write_documents
+from selectlab.tokens import batched, encode_texts, load_tokenizer
 
-SLIMPAJAMA_SOURCES = (
-    "RedPajamaCommonCrawl",
-    "RedPajamaC4",
-    "RedPajamaGithub",
-    "RedPajamaWikipedia",
-    "RedPajamaBook",
-    "RedPajamaArXiv",
-    "RedPajamaStackExchange",
-)
+log = logging.getLogger(__name__)
 
 
-def sample_heldout(directory: str | Path, pattern: str, docs_per_source: int,
-                   max_chars: int, report: ReadReport,
-                   on_damaged_file: str = "stop") -> list[Document]:
-    """The first `docs_per_source` valid documents of each source, in sorted file order.
+@dataclass
+class HeldoutRecord:
+    """What one held-out split kept: documents and tokens per source, against its budget."""
 
-    SlimPajama's files are already shuffled, so a prefix is a fair sample and rereading is cheap.
-    Stops reading once every source seen so far is full and all seven sources have been met.
+    tokens_per_split: int
+    documents: Counter[str] = field(default_factory=Counter)
+    tokens: Counter[str] = field(default_factory=Counter)
+    # True when the split's files ran out before the budget was reached: the file is the whole
+    # split, not a prefix of it.
+    whole_split: bool = True
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(self.tokens.values())
+
+    def add(self, doc: Document, n_tokens: int) -> None:
+        self.documents[doc.set_name] += 1
+        self.tokens[doc.set_name] += n_tokens
+
+    def to_dict(self) -> dict:
+        return {"tokens_per_split": self.tokens_per_split, "whole_split": self.whole_split,
+                "total_documents": sum(self.documents.values()),
+                "total_tokens": self.total_tokens,
+                "documents": dict(sorted(self.documents.items())),
+                "tokens": dict(sorted(self.tokens.items()))}
+
+
+def heldout_prefix(docs: Iterable[Document], count_tokens: Callable[[list[str]], list[int]],
+                   record: HeldoutRecord, batch_size: int = 512) -> Iterator[Document]:
+    """Whole documents in the order given, while the kept tokens are below the budget.
+
+    The last kept document takes the count to the budget or past it, by less than its own
+    length. No per-source quota: SlimPajama's split files are already shuffled, so a prefix keeps
+    the sources in the proportions the split has. `record` counts what was kept.
     """
+    for batch in batched(docs, batch_size):
+        for doc, n_tokens in zip(batch, count_tokens([d.text for d in batch]), strict=True):
+            if record.total_tokens >= record.tokens_per_split:
+                record.whole_split = False
+                return
+            record.add(doc, n_tokens)
+            yield doc
+
+
+def split_files(directory: str | Path, pattern: str) -> list[str]:
+    """A split's files in sorted path order: the order the held-out prefix is read in."""
     files = sorted(glob.glob(str(Path(directory) / pattern)))
     if not files:
         raise ValueError(f"no files match {pattern!r} under {directory}")
-    counts: Counter[str] = Counter()
-    chosen: list[Document] = []
-    # Ids relative to the split's directory: file names repeat in every chunk directory.
-    for doc in iter_documents(files, report, max_chars=max_chars, id_root=directory,
-                              on_damaged_file=on_damaged_file):
-        if counts[doc.set_name] < docs_per_source:
-            counts[doc.set_name] += 1
-            chosen.append(doc)
-        if len(counts) >= len(SLIMPAJAMA_SOURCES) and min(counts.values()) >= docs_per_source:
-            break
-    return chosen
+    return files
 
 
-def write_heldout(params: dict, out_path: str | Path) -> ReadReport:
+def write_heldout(params: dict, tokenizer_dir: str | Path, out_path: str | Path) -> dict:
+    """Write one SlimPajama held-out split: its documents up to `tokens_per_split` tokens.
+
+    QuRating and DataMan measure perplexity on SlimPajama's validation and test sets, 500M tokens
+    each (DataMan section 5.1). Tokens are counted with the run's tokenizer, without special
+    tokens, as `attributes/meta` counts a training document (selectlab.tokens.encode_texts).
+    Returns the reader's report and the kept documents and tokens per source (the job's log).
+    """
+    tokenizer = load_tokenizer(tokenizer_dir)
     report = ReadReport(shard=str(out_path))
-    docs = sample_heldout(params["directory"], params["pattern"], params["docs_per_source"],
-                          params["max_doc_chars"], report,
-                          params.get("on_damaged_file", "stop"))
-    write_documents(out_path, docs)
-    return report
+    record = HeldoutRecord(int(params["tokens_per_split"]))
+    directory = params["directory"]
+    # Ids relative to the split's directory: file names repeat in every chunk directory.
+    docs = iter_documents(split_files(directory, params["pattern"]), report,
+                          max_chars=params["max_doc_chars"], id_root=directory,
+                          on_damaged_file=params.get("on_damaged_file", "stop"))
+    write_documents(out_path, heldout_prefix(
+        docs, lambda texts: [len(ids) for ids in encode_texts(tokenizer, texts)], record))
+    log.info("held-out split %s: kept %d documents, %d tokens of a %d-token budget%s",
+             out_path, sum(record.documents.values()), record.total_tokens,
+             record.tokens_per_split, " (the whole split)" if record.whole_split else "")
+    return report.to_dict() | {"kept": record.to_dict()}
 
 
 def download_files(dataset: str, split: str, chunks: list[int], files_per_chunk: int,

@@ -111,21 +111,22 @@ class Sizes:
         return documents, tokens
 
     def heldout_tokens(self) -> float:
-        """Tokens perplexity evaluation reads (validation + test), at the pool's mean document
-        length."""
-        documents, tokens = self.pool()
+        """Tokens perplexity evaluation reads (validation + test), at most its per-source cap:
+        SlimPajama's per-split token budget, or the embedded held-out documents at the pool's
+        mean document length."""
         corpus = self.config["corpus"]
         if corpus["mode"] == "slimpajama":
-            held = 2 * corpus["slimpajama"]["heldout_docs_per_source"] * len(corpus["set_names"])
-            return held * tokens / documents
-        embedded = corpus["embedded"]
-        per_source = embedded["heldout_docs_per_source"]
-        held = (per_source["validation"] + per_source["test"]) * len(embedded["sources"])
+            sources = len(corpus["set_names"])
+            estimate = 2.0 * corpus["slimpajama"]["heldout_tokens_per_split"]
+        else:
+            documents, tokens = self.pool()
+            embedded = corpus["embedded"]
+            per_source = embedded["heldout_docs_per_source"]
+            sources = len(embedded["sources"])
+            held = (per_source["validation"] + per_source["test"]) * sources
+            estimate = held * tokens / max(documents, 1.0)
         capped = self.config["evaluation"]["perplexity"].get("max_tokens_per_source")
-        estimate = held * tokens / max(documents, 1.0)
-        if capped:
-            estimate = min(estimate, 2 * capped * len(embedded["sources"]))
-        return estimate
+        return min(estimate, 2 * capped * sources) if capped else estimate
 
     def icl_tokens(self) -> float:
         """Tokens lm-eval feeds one model over every ICL task (`cost.icl_tokens`; offline: the

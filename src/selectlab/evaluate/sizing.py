@@ -35,21 +35,22 @@ TOKENS_PER_SHOT = 150
 LOCAL_TASK_TOKENS = 200  # an offline task item: a ~100-word context and its choices
 
 
-def heldout_documents_per_source(config: dict) -> int:
-    """Held-out documents per source, summed over both splits."""
+def heldout_tokens(config: dict) -> int:
+    """Tokens of both held-out splits, every source: SlimPajama's per-split budget, or the
+    embedded corpus's documents at a SlimPajama document's length."""
     corpus = config["corpus"]
-    if corpus["mode"] == "embedded":
-        return sum(int(n) for n in corpus["embedded"]["heldout_docs_per_source"].values())
-    return SPLITS * int(corpus["slimpajama"]["heldout_docs_per_source"])
+    if corpus["mode"] == "slimpajama":
+        return SPLITS * int(corpus["slimpajama"]["heldout_tokens_per_split"])
+    documents = sum(int(n) for n in corpus["embedded"]["heldout_docs_per_source"].values())
+    return len(corpus["set_names"]) * documents * TOKENS_PER_DOCUMENT
 
 
 def perplexity_tokens(config: dict) -> int:
-    """Tokens a perplexity job scores (both splits, every source)."""
-    sources = len(config["corpus"]["set_names"])
+    """Tokens a perplexity job scores (both splits, every source), at most its per-source cap."""
     cap = config["evaluation"]["perplexity"].get("max_tokens_per_source")
     if cap:
-        return SPLITS * sources * int(cap)
-    return sources * heldout_documents_per_source(config) * TOKENS_PER_DOCUMENT
+        return min(SPLITS * len(config["corpus"]["set_names"]) * int(cap), heldout_tokens(config))
+    return heldout_tokens(config)
 
 
 def icl_tokens(config: dict) -> int:
