@@ -16,6 +16,8 @@ rule tables:
     input:
         EVAL_RESULTS,
         selections=expand(layout.selection(RUN), variant=VARIANTS),
+        manifests=expand(layout.selection_manifest(RUN), variant=VARIANTS),
+        train_logs=expand(layout.train_log(RUN), variant=VARIANTS),
     output:
         **{
             f"{name}_csv": report(
@@ -39,7 +41,8 @@ rule tables:
         out_dir=parent_dir("main_csv"),
     shell:
         "selectlab report tables --params {params.cfg:q} --eval-dir {params.eval_dir}"
-        " --selections {input.selections} --out-dir {params.out_dir} > {log} 2>&1"
+        " --selections {input.selections} --manifests {input.manifests}"
+        " --train-logs {input.train_logs} --out-dir {params.out_dir} > {log} 2>&1"
 
 
 rule figures:

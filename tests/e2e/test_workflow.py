@@ -145,6 +145,15 @@ def test_tables_have_one_row_per_variant_with_finite_numbers(run_dir, config):
     assert np.isfinite(numeric.to_numpy(dtype=float)).all()
     baseline = config["variants"][config["evaluation"]["baseline"]].get("label")
     assert main.loc[main["variant"] == baseline].filter(like="delta").iloc[0, 0] == 0.0
+    # Tokens as the run's files record them: every selection here fills its budget.
+    rows = main.set_index("variant")
+    for name, variant in config["variants"].items():
+        row = rows.loc[variant.get("label", name)]
+        manifest = json.loads((run_dir / f"selections/{name}/manifest.json").read_text())
+        log = pd.read_csv(run_dir / f"models/{name}/train_log.csv")
+        assert row["tokens_selected"] == manifest["unique_tokens"] >= manifest["budget_tokens"]
+        assert row["tokens_trained"] == log["tokens"].iloc[-1] > 0
+        assert row["short_of_budget"] == 0.0
     html = (run_dir / "report/report.html").read_text()
     assert all(label in html for label in labels) and "data:image/png;base64" in html
 

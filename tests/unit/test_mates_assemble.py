@@ -38,7 +38,8 @@ def test_the_stages_documents_in_order_make_the_variants_selection(tmp_path):
     union = pd.read_parquet(tmp_path / "out" / "selection.parquet")
     assert union["id"].tolist() == ["a", "b", "c", "d"]
     assert union["stage"].tolist() == [1, 1, 2, 2] and union["rank"].tolist() == [0, 1, 2, 3]
-    assert manifest["selected_tokens"] == 200 and manifest["budget_reached"]
+    assert manifest["selected_tokens"] == manifest["unique_tokens"] == 200
+    assert manifest["budget_reached"]
     assert [s["method"] for s in manifest["stages"]] == ["uniform", "rating_sample"]
     clash = stage_files(tmp_path, 3, ["b"], 50)
     with pytest.raises(ValueError, match="two stages"):

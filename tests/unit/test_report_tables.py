@@ -19,6 +19,7 @@ from selectlab.report.tables import (
     perplexity_by_source_table,
     read_eval_results,
 )
+from selectlab.report.training_tokens import TOKEN_COLUMNS
 
 GROUPS = ["reading comprehension", "commonsense"]
 SIMULATED_NOTE = "Ratings come from the SIMULATED judge (offline default), not an LLM"
@@ -131,8 +132,12 @@ def test_rows_are_grouped_by_family_in_config_order(results):
         *GROUPS,
         AVERAGE,
         "delta vs uniform",
+        *TOKEN_COLUMNS,
     ]
     assert list(table.columns) == expected_columns
+    # Without manifests and logs the token columns stay empty, said once for the table.
+    assert table[list(TOKEN_COLUMNS)].isna().all().all()
+    assert sum("no selection manifests or training logs" in n for n in table.attrs["notes"]) == 1
 
 
 def test_explicit_family_order_wins(results):

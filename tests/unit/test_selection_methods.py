@@ -201,6 +201,10 @@ def test_short_stratum_reported_and_upsampled_only_when_asked(attributes, tmp_pa
         attributes[0], SHARDS, tmp_path / "upsampled")
     assert repeated["budget_reached"] and repeated["upsampled"]
     assert repeated["unique_documents"] < repeated["selected_documents"]
+    # Each repeated document's tokens counted once. The budget is near the pool's size, so
+    # every level-1 stratum is short and both selections hold all of level 1.
+    assert plain["unique_tokens"] == plain["selected_tokens"] < plain["budget_tokens"]
+    assert repeated["unique_tokens"] == plain["unique_tokens"] < repeated["selected_tokens"]
 
 
 def test_missing_scores_are_never_chosen_and_counted(attributes, tmp_path):

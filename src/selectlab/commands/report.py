@@ -12,14 +12,16 @@ from selectlab.report.plan import FIGURES, METARATER_FIGURES, TABLES, config_ord
 def tables(args) -> dict:
     from selectlab.report import tables as t
     from selectlab.report.table_files import write_table
+    from selectlab.report.training_tokens import read_training_tokens
 
     p = args.params | {"descriptions": config_order(args.params["descriptions"])}
     variants = list(p["descriptions"])
     perplexity, icl = t.read_eval_results(Path(args.eval_dir), variants)
     reasons = p.get("missing_reasons", {})
+    tokens = read_training_tokens(args.manifests, args.train_logs)
     frames = {
         "main": t.main_table(p["descriptions"], perplexity, icl, p["group_order"], p["baseline"],
-                             missing_reasons=reasons),
+                             missing_reasons=reasons, tokens=tokens),
         "perplexity_by_source": t.perplexity_by_source_table(p["descriptions"], perplexity,
                                                              missing_reasons=reasons),
         "icl_by_task": t.icl_by_task_table(p["descriptions"], icl, p["group_order"],
@@ -142,6 +144,10 @@ def register(stages) -> None:
     p.add_argument("--eval-dir", required=True)
     p.add_argument("--selections", nargs="+", required=True,
                    help="selection.parquet of every variant (overlap table)")
+    p.add_argument("--manifests", nargs="+", required=True,
+                   help="selections/{variant}/manifest.json of every variant (tokens selected)")
+    p.add_argument("--train-logs", nargs="+", required=True,
+                   help="models/{variant}/train_log.csv of every variant (tokens trained)")
     p.add_argument("--out-dir", required=True)
     p = add_action(actions, "figures", figures, "perplexity-vs-ICL and loss-curve figures")
     p.add_argument("--params", type=json_arg, required=True)

@@ -51,6 +51,7 @@ def union_selection(selections: Sequence[str | Path], manifests: Sequence[str | 
                 "seed": first.get("seed"), "budget_tokens": budget_tokens,
                 "selected_tokens": selected, "selected_documents": int(len(union)),
                 "unique_documents": int(union["id"].nunique()),
+                "unique_tokens": selected,  # no document is in two stages (checked above)
                 "pool_tokens": first.get("pool_tokens"),
                 "pool_documents": first.get("pool_documents"),
                 "budget_reached": selected >= budget_tokens,

@@ -17,6 +17,15 @@ from pathlib import Path
 import pandas as pd
 
 from selectlab.report.table_files import finite_or_none
+from selectlab.report.training_tokens import (
+    SHORT_DECIMALS,
+    SHORT_OF_BUDGET,
+    TOKEN_COLUMNS,
+    TrainingTokens,
+    empty_reasons,
+    short_note,
+    token_cells,
+)
 
 VAL_PPL = "val ppl"
 TEST_PPL = "test ppl"
@@ -163,20 +172,34 @@ def main_table(
     *,
     family_order: Sequence[str] | None = None,
     missing_reasons: Mapping[str, str] | None = None,
+    tokens: Mapping[str, TrainingTokens] | None = None,
 ) -> pd.DataFrame:
-    """Rows = variants; overall val/test perplexity, ICL score per group, average, delta.
+    """Rows = variants; overall val/test perplexity, ICL score per group, average, delta, then
+    the tokens the selection found, the tokens the model trained on and how far the selection
+    fell short of its budget (`tokens`, read by selectlab.report.training_tokens).
 
     Group scores are means of the tasks' headline scores x100; the average is the mean of the
     unrounded group scores and needs every group; the delta is taken between the rounded averages
-    so it matches the numbers a reader sees.
+    so it matches the numbers a reader sees. A short selection also gets a note under the table.
     """
     variants = variants_in_report_order(descriptions, family_order)
     groups = icl_group_order(group_order, icl)
     delta = delta_column(baseline)
     empty = EmptyCells()
+    short_notes: list[str] = []
+    if tokens is None:
+        empty.add_column_note(f"Columns {', '.join(TOKEN_COLUMNS)} are empty: no selection "
+                              "manifests or training logs were read.")
     rows: list[dict] = []
     for variant in variants:
         row: dict[str, object] = {"family": variant.family, "variant": variant.label}
+        if tokens is not None:
+            record = tokens.get(variant.name)
+            row.update(token_cells(record))
+            for column, reason in empty_reasons(record).items():
+                empty.add(variant.label, [column], reason)
+            note = short_note(variant.label, record)
+            short_notes += [note] if note else []
         ppl_result = perplexity.get(variant.name)
         for column, split in ((VAL_PPL, "validation"), (TEST_PPL, "test")):
             value = overall_perplexity(ppl_result, split)
@@ -206,7 +229,7 @@ def main_table(
     frame = pd.DataFrame(
         rows,
         index=pd.Index([v.name for v in variants], name="name"),
-        columns=["family", "variant", VAL_PPL, TEST_PPL, *groups, AVERAGE],
+        columns=["family", "variant", VAL_PPL, TEST_PPL, *groups, AVERAGE, *TOKEN_COLUMNS],
     )
     base_average = frame.at[baseline, AVERAGE] if baseline in frame.index else None
     if finite_or_none(base_average) is None:
@@ -221,10 +244,13 @@ def main_table(
             else None
             for avg in frame[AVERAGE]
         ]
-    frame = frame.astype({c: "float64" for c in [VAL_PPL, TEST_PPL, *groups, AVERAGE, delta]})
-    decimals = {VAL_PPL: PPL_DECIMALS, TEST_PPL: PPL_DECIMALS}
+    numeric = [VAL_PPL, TEST_PPL, *groups, AVERAGE, delta, *TOKEN_COLUMNS]
+    frame = frame.reindex(columns=["family", "variant", *numeric]).astype(
+        {c: "float64" for c in numeric})
+    decimals = {VAL_PPL: PPL_DECIMALS, TEST_PPL: PPL_DECIMALS, SHORT_OF_BUDGET: SHORT_DECIMALS}
     decimals.update({c: SCORE_DECIMALS for c in [*groups, AVERAGE, delta]})
-    frame.attrs["notes"] = empty.notes()
+    decimals.update({c: 0 for c in TOKEN_COLUMNS if c != SHORT_OF_BUDGET})
+    frame.attrs["notes"] = empty.notes() + short_notes
     frame.attrs["decimals"] = decimals
     return frame
 

@@ -146,6 +146,15 @@ def stratum_results(selected: Selected) -> list[StratumOutcome]:
                     None if selected.exact_set else taken.eligible_tokens)
 
 
+def distinct_tokens(taken: Taken) -> int:
+    """Tokens of the chosen documents, each counted once however often up-sampling repeated it
+    (what the selection found in the pool, as against what training will read)."""
+    order = np.argsort(taken.chosen, kind="stable")
+    ordered = taken.chosen[order]
+    first = np.r_[True, ordered[1:] != ordered[:-1]]
+    return int(taken.n_tokens[order[first]].sum())
+
+
 def manifest_record(spec: SelectionSpec, selected: Selected, distinct: int,
                     shared: dict) -> dict:
     """`distinct`: how many documents the selection holds without repeats; `shared`: its
@@ -153,6 +162,8 @@ def manifest_record(spec: SelectionSpec, selected: Selected, distinct: int,
     pool, chosen = selected.pool, selected.taken.chosen
     results = stratum_results(selected)
     selected_tokens = int(selected.taken.n_tokens.sum())
+    unique_tokens = (selected_tokens if distinct == len(chosen)
+                     else distinct_tokens(selected.taken))
     params = spec.params
     return {
         "variant": spec.name,
@@ -163,6 +174,7 @@ def manifest_record(spec: SelectionSpec, selected: Selected, distinct: int,
         "selected_tokens": selected_tokens,
         "selected_documents": int(len(chosen)),
         "unique_documents": int(distinct),
+        "unique_tokens": unique_tokens,
         "pool": pool_unit(pool),
         "pool_tokens": int(selected.strata.pool_tokens.sum()),
         "pool_documents": len(pool),
