@@ -1,11 +1,11 @@
 """Packing selected documents into fixed-length training sequences.
 
-Documents are concatenated in selection order with an EOS token after each and cut into rows of
-`seq_len` tokens; the incomplete last row is dropped. Sequence units of a pool
+Documents are concatenated in selection order with an EOS token after each and cut into rows
+of `seq_len` tokens; the incomplete last row is dropped. Sequence units of a pool
 (selectlab.corpus.pools) already hold the EOS after each of their documents, so they are
-concatenated as they are: a 1024-token unit is one 1024-token row. Training then reads rows in stored order, so
-the order of the selection *is* the training order: a shuffled selection gives a shuffled epoch,
-a curriculum selection gives a curriculum.
+concatenated as they are: a 1024-token unit is one 1024-token row. Training then reads rows in
+stored order, so the order of the selection *is* the training order: a shuffled selection gives
+a shuffled epoch, a curriculum selection gives a curriculum.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from selectlab import layout
 from selectlab.config import load_config
 from selectlab.mates import plan as mates_plan
 from selectlab.selection import resolve as select_cfg
+from selectlab.selection.pools import variant_pool
 from selectlab.selection.resolve import resolve_selection
 
 pytestmark = pytest.mark.e2e
@@ -88,10 +89,17 @@ def test_every_stage_wrote_its_files(run_dir, config):
         assert (run_dir / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def pool_meta(run_dir: Path, pool: str) -> pd.DataFrame:
+    """Every unit of a selection pool (`full`: the tokenized shards' documents)."""
+    pattern = "shard_?????.parquet" if pool == "full" else f"shard_?????__{pool}.parquet"
+    return pd.concat(pd.read_parquet(p)
+                     for p in sorted((run_dir / "attributes/meta").glob(pattern)))
+
+
 def test_selections_hit_budget_and_keep_source_proportions(run_dir, config):
-    meta = pd.concat(pd.read_parquet(p) for p in sorted((run_dir / "attributes/meta").glob("*")))
-    pool_share = meta.groupby("set_name")["n_tokens"].sum() / meta["n_tokens"].sum()
     for variant in config["variants"]:
+        meta = pool_meta(run_dir, variant_pool(config, variant))
+        pool_share = meta.groupby("set_name")["n_tokens"].sum() / meta["n_tokens"].sum()
         budget = resolve_selection(config, variant)["budget_tokens"]
         selection = pd.read_parquet(run_dir / f"selections/{variant}/selection.parquet")
         assert not selection["id"].duplicated().any()
@@ -105,6 +113,36 @@ def test_selections_hit_budget_and_keep_source_proportions(run_dir, config):
         assert (share - pool_share).abs().max() < 0.02, (share - pool_share)
         manifest = json.loads((run_dir / f"selections/{variant}/manifest.json").read_text())
         assert manifest["selected_tokens"] == total
+
+
+def test_qurating_rows_select_sequence_units_of_their_own_pool(run_dir, config):
+    """The QuRating row selects 128-token sequences (QuRatedPajama's 1024, scaled to the
+    tests' context) of a fixed 60% subset; the other rows select whole documents."""
+    pool = config["corpus"]["pools"]["qurating"]
+    documents, units = pool_meta(run_dir, "full"), pool_meta(run_dir, "qurating")
+    # Each source's stream (documents and their EOS) is cut into windows of the length; only
+    # each source's last window of a shard is shorter.
+    assert (units.groupby("set_name")["n_tokens"].max() == pool["sequence_tokens"]).all()
+    short = units[units["n_tokens"] < pool["sequence_tokens"]]
+    assert len(short) <= 2 * units["set_name"].nunique()
+    stream = documents["n_tokens"].sum() + len(documents)
+    assert abs(units["n_tokens"].sum() / stream - pool["share"]) < 0.05
+    assert set(units["id"].str.split("#").str[0]) <= set(documents["id"])
+    # The QuRater rated those units, row for row, and the row selected among them.
+    for shard in ("shard_00000", "shard_00001"):
+        rated = pd.read_parquet(run_dir / f"attributes/qurater/{shard}__qurating.parquet")
+        meta = pd.read_parquet(run_dir / f"attributes/meta/{shard}__qurating.parquet")
+        assert rated["id"].tolist() == meta["id"].tolist()
+        assert rated["educational_value"].notna().all()
+    selection = pd.read_parquet(run_dir / "selections/educational_value_t2/selection.parquet")
+    assert set(selection["id"]) <= set(units["id"])
+    assert selection["shard"].str.endswith("__qurating").all()
+    for variant in config["variants"]:
+        manifest = json.loads((run_dir / f"selections/{variant}/manifest.json").read_text())
+        expected = ({"name": "qurating", "unit": "sequence", "sequence_tokens": 128,
+                     "share": 0.6} if variant == "educational_value_t2" else
+                    {"name": "full", "unit": "document", "sequence_tokens": None, "share": 1.0})
+        assert manifest["pool"] == expected, variant
 
 
 def test_training_loss_falls(run_dir, config):

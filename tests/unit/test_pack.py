@@ -35,3 +35,20 @@ def test_empty_remainder_gives_no_partial_rows(tmp_path):
     selection = pd.DataFrame({"shard": ["s"], "token_offset": [0], "n_tokens": [7]})
     pack_selection(selection, tokens_dir, 4, 9, tmp_path / "t.npy", np.dtype(np.uint32))
     assert np.load(tmp_path / "t.npy").tolist() == [[0, 1, 2, 3], [4, 5, 6, 9]]
+
+
+def test_sequence_units_keep_their_own_eos_and_fill_rows_exactly(tmp_path):
+    # Two 4-token units of a pool shard, EOS (0) already inside the first: packed as they are,
+    # each unit one row of 4; a document would get one more EOS and spill into the next row.
+    tokens_dir = tmp_path / "tokens"
+    tokens_dir.mkdir()
+    np.save(tokens_dir / "s__pool.npy", np.array([5, 6, 0, 7, 8, 9, 10, 11], dtype=np.uint16))
+    selection = pd.DataFrame({"shard": ["s__pool", "s__pool"], "token_offset": [4, 0],
+                              "n_tokens": [4, 4]})
+    out = tmp_path / "units.npy"
+    stats = pack_selection(selection, tokens_dir, 4, 0, out, np.dtype(np.uint16),
+                           eos_after_each=False)
+    assert np.load(out).tolist() == [[8, 9, 10, 11], [5, 6, 0, 7]]
+    assert (stats.sequences, stats.tokens_in, stats.tokens_dropped) == (2, 8, 0)
+    assert count_sequences(selection["n_tokens"].to_numpy(), 4, eos_after_each=False) == 2
+    assert count_sequences(selection["n_tokens"].to_numpy(), 4) == 2  # 10 tokens with EOS

@@ -21,8 +21,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from selectlab.annotate.base import Annotator
-from selectlab.errors import StageError
 from selectlab.corpus.pools import UnitSource, iter_unit_documents
+from selectlab.errors import StageError
 from selectlab.shards import Document, ReadReport, atomic_path, iter_documents
 from selectlab.tokens import batched
 

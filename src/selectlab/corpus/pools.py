@@ -185,8 +185,8 @@ def write_pool_report(meta_paths: list[str | Path], out: str | Path) -> dict:
                        "sources": {name: {"units": int(row["size"]), "tokens": int(row["sum"])}
                                    for name, row in by_source.iterrows()}})
     if len(specs) != 1:
-        raise ValueError(f"the pool shards disagree on the pool's settings: {sorted(map(str, specs))}"
-                         " (re-run cut_pool for them)")
+        raise ValueError("the pool shards disagree on the pool's settings: "
+                         f"{sorted(map(str, specs))} (re-run cut_pool for them)")
     report = {"pool": specs.pop().to_dict(), "units": sum(s["units"] for s in shards),
               "tokens": sum(s["tokens"] for s in shards), "shards": shards}
     with atomic_path(out) as tmp:
