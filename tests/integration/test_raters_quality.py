@@ -144,6 +144,9 @@ def quality_config(path: Path) -> Path:
     config.pop("metarater", None)
     config.pop("instruct", None)  # its comparison names variants this config replaces
     config["evaluation"].pop("protocols", None)  # so do the papers' tables
+    # Corruption is recorded per document: every rater rates the documents (the full pool).
+    for family in config["annotate"]["families"].values():
+        family["pools"] = ["full"]
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
 

@@ -18,6 +18,7 @@ Token counts per job, by stage (upper bounds where the config gives caps):
 
 from __future__ import annotations
 
+from selectlab.corpus.pools import FULL, pool_spec
 from selectlab.cost.roles import (
     ANNOTATION,
     CONSTRUCTION,
@@ -143,17 +144,31 @@ def shard_count(config: dict) -> int:
 def annotation_jobs(config: dict, sizes: Sizes, throughput: dict) -> list[PlannedJob]:
     from selectlab.annotate import resolve as annotate
 
-    documents, tokens = sizes.pool()
     shards = shard_count(config)
     jobs = []
     for name in annotate.family_names(config):
         family = annotate.family_config(config, name)
         shape, cap = family_shape(config, sizes, family)
         gpus, gpu_type = gpu_of(annotate.resources(config, name), throughput)
-        read = min(tokens, documents * cap) if cap else tokens
-        jobs.append(_job(ANNOTATION, name, f"annotate {name} (per shard)", shards, shape,
-                         infer=read / shards, gpus=gpus, gpu_type=gpu_type))
+        for pool in annotate.family_pools(config, name):  # a pass over each pool it rates
+            units, tokens = pool_size(config, sizes, pool)
+            read = min(tokens, units * cap) if cap else tokens
+            item, where = (name, "") if pool == FULL else (f"{name} [{pool}]", f" on {pool}")
+            jobs.append(_job(ANNOTATION, item, f"annotate {name}{where} (per shard)", shards,
+                             shape, infer=read / shards, gpus=gpus, gpu_type=gpu_type))
     return jobs
+
+
+def pool_size(config: dict, sizes: Sizes, pool: str) -> tuple[float, float]:
+    """(units, tokens) of a selection pool: the full pool's documents, or a pool's share of
+    them (its sequences of `sequence_tokens`, one EOS per document in the stream)."""
+    documents, tokens = sizes.pool()
+    if pool == FULL:
+        return documents, tokens
+    spec = pool_spec(pool, config["corpus"]["pools"][pool])
+    stream = (tokens + documents) * spec.share if spec.eos_inside else tokens * spec.share
+    units = stream / spec.sequence_tokens if spec.eos_inside else documents * spec.share
+    return units, stream
 
 
 def pretrain_gpus(config: dict, variant: str, throughput: dict) -> tuple[int, str]:
