@@ -137,8 +137,17 @@ def test_the_paper_plan_costs_every_stage_with_the_hand_computed_pretraining():
     assert uniform["gpu_hours"] == pytest.approx(uniform["flops"] / (312e12 * 0.4) / 3600)
     qurating = jobs[jobs["item"] == "qurating"].iloc[0]
     assert "2,000,000 queries" in qurating["job"]  # 250k pairs x 4 criteria x 2 orders
-    annotation = jobs[jobs["stage"] == "annotation"]
-    assert (annotation["jobs"] == 925).all() and len(annotation) == 9
+    annotation = jobs[jobs["stage"] == "annotation"].set_index("item")
+    # Eight families rate the full pool's documents; DSIR, the reference LM and the QuRater
+    # also QuRatedPajama and DataPajama, DataMan only DataPajama.
+    assert (annotation["jobs"] == 925).all() and len(annotation) == 8 + 3 + 4
+    assert "dataman" not in annotation.index and "dataman [dataman]" in annotation.index
+    # QuRating's pass: its 260B tokens (a 0.4147 share of the stream of 627B tokens and one
+    # EOS per document), not the 627B the full pool's pass reads.
+    qurated = annotation.loc["qurater [qurating]", "tokens"] * 925  # tokens are per job
+    assert qurated == pytest.approx((627e9 + 590e6) * 0.4147)
+    assert qurated / (annotation.loc["qurater", "tokens"] * 925) == pytest.approx(0.4151,
+                                                                               abs=1e-3)
     probes = jobs[jobs["job"].str.startswith("probe mates")]
     assert len(probes) == 4 and (probes["jobs"] == 8).all()  # stages 2-5, 8 jobs each
     table2 = frames["table2"].set_index("item")
