@@ -6,12 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import torch
 
 from selectlab.config import load_config
 from selectlab.selection import resolve as selection
 from selectlab.train import resolve as train
-from selectlab.train.averaging import checkpoints_to_keep, mean_weights, merged_steps
+from selectlab.train.averaging import checkpoints_to_keep, merged_steps
 
 REPO = Path(__file__).resolve().parents[2]
 DATAMAN_FAMILIES = {"dataman", "dataman_level", "dataman_domain", "budget_60b"}
@@ -33,26 +32,6 @@ def test_no_merge_keeps_the_final_weights_and_short_runs_merge_what_they_have():
     assert merged_steps(700, 1000, 3) == [700]
     with pytest.raises(ValueError):
         merged_steps(0, 1000, 3)
-
-
-def test_mean_weights_is_the_elementwise_mean_in_each_tensors_dtype():
-    states = [{"w": torch.full((2, 2), float(v), dtype=torch.bfloat16),
-               "b": torch.tensor([v, 2.0 * v]), "count": torch.tensor([v], dtype=torch.int64)}
-              for v in (1, 2, 6)]
-    merged = mean_weights(iter(states))  # read one at a time
-    assert merged["w"].dtype == torch.bfloat16
-    assert torch.equal(merged["w"], torch.full((2, 2), 3.0, dtype=torch.bfloat16))
-    assert torch.allclose(merged["b"], torch.tensor([3.0, 6.0]))
-    assert merged["count"].tolist() == [6]  # not averaged: taken from the last checkpoint
-
-
-def test_mean_weights_rejects_checkpoints_that_do_not_line_up():
-    with pytest.raises(ValueError, match="parameter names"):
-        mean_weights([{"a": torch.zeros(1)}, {"b": torch.zeros(1)}])
-    with pytest.raises(ValueError, match="shape"):
-        mean_weights([{"a": torch.zeros(1)}, {"a": torch.zeros(2)}])
-    with pytest.raises(ValueError, match="no checkpoints"):
-        mean_weights([])
 
 
 @pytest.mark.parametrize("config_path", ["config/paper.yaml", "config/config.yaml"])

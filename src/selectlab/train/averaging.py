@@ -10,16 +10,13 @@ A run whose length is not a multiple of `checkpoint_every` (30B tokens in batche
 tokens is 14,305 steps) merges 12,000, 13,000 and 14,000: the steps after the last regular
 checkpoint are not in the merge, as in the paper's recipe.
 
-Nothing here knows how checkpoints are stored: `merged_steps` names the steps, and
-`mean_weights` averages any sequence of name -> tensor mappings, read one at a time, so that
-only a running sum and one checkpoint are in memory however many are merged.
+Nothing here knows how checkpoints are stored: `merged_steps` names the steps and
+`checkpoints_to_keep` how many checkpoints pruning must leave; the training loop
+(selectlab.train.loop) averages those checkpoints (selectlab.train.checkpoints), reading one at
+a time, so that only a running sum and one checkpoint are in memory however many are merged.
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterable, Mapping
-
-import torch
 
 
 def merged_steps(total_steps: int, checkpoint_every: int, average_last: int) -> list[int]:
@@ -42,30 +39,3 @@ def checkpoints_to_keep(total_steps: int, checkpoint_every: int, average_last: i
     among them (the final, irregular checkpoint is kept too, for resuming)."""
     steps = merged_steps(total_steps, checkpoint_every, average_last)
     return len(steps) + (0 if steps[-1] == total_steps else 1)
-
-
-def mean_weights(states: Iterable[Mapping[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
-    """Element-wise mean of floating-point tensors (summed in float64, returned in each
-    tensor's own dtype); other tensors (integer buffers) are taken from the last state."""
-    total: dict[str, torch.Tensor] = {}
-    last: Mapping[str, torch.Tensor] = {}
-    count = 0
-    for state in states:
-        if count and state.keys() != last.keys():
-            raise ValueError("checkpoints to average have different parameter names")
-        for name, tensor in state.items():
-            if not torch.is_floating_point(tensor):
-                continue
-            value = tensor.detach().to("cpu", torch.float64)
-            if count == 0:
-                total[name] = value.clone()
-            elif value.shape != total[name].shape:
-                raise ValueError(f"{name}: shape {tuple(value.shape)} differs from "
-                                 f"{tuple(total[name].shape)} in an earlier checkpoint")
-            else:
-                total[name] += value
-        last, count = state, count + 1
-    if count == 0:
-        raise ValueError("no checkpoints to average")
-    return {name: (total[name] / count).to(tensor.dtype) if name in total
-            else tensor.detach().to("cpu").clone() for name, tensor in last.items()}

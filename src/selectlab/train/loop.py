@@ -22,7 +22,7 @@ import torch
 
 from selectlab.flops import cost_record, module_shape, training_flops
 from selectlab.shards import write_json
-from selectlab.train import checkpoints, snapshots
+from selectlab.train import averaging, checkpoints, snapshots
 from selectlab.train.distributed import (
     Distributed,
     all_reduce_mean,
@@ -172,9 +172,15 @@ class Run:
     """One training run's model, optimiser and checkpoint directory, on every rank."""
 
     def __init__(self, model, optimizer, s: TrainSettings, launch: LaunchSettings,
-                 dist: Distributed, checkpoint_dir: Path, run_hash_: str) -> None:
+                 dist: Distributed, checkpoint_dir: Path, run_hash_: str,
+                 total_steps: int) -> None:
         self.model, self.optimizer, self.s, self.launch = model, optimizer, s, launch
         self.dist, self.checkpoint_dir, self.hash = dist, Path(checkpoint_dir), run_hash_
+        # The steps whose weights make the final model (train.averaging: the last
+        # `average_last` regular checkpoints; 1 = the final weights).
+        self.merged = averaging.merged_steps(total_steps, s.checkpoint_every, s.average_last)
+        self.keep = averaging.checkpoints_to_keep(total_steps, s.checkpoint_every,
+                                                  s.average_last)
         self.fsdp_mixed_precision = uses_fsdp(dist, launch.fsdp) and s.dtype == "bf16"
         self.owner = dist.broadcast_object(
             checkpoints.claim_directory(checkpoint_dir) if dist.is_main else None)
@@ -215,7 +221,7 @@ class Run:
             self.checkpoint_dir, step, {"model": model_state, "optimizer": optim_state},
             {"settings_hash": self.hash, "log": log_rows, "world_size": self.dist.world_size,
              "seconds": round(self.seconds(), 3)},
-            kind, keep=self.s.average_last, dist=self.dist)
+            kind, keep=self.keep, dist=self.dist)
 
     def train_step(self, data: np.ndarray, step: int, lr: float) -> float:
         for group in self.optimizer.param_groups:
@@ -235,10 +241,15 @@ class Run:
         return all_reduce_mean(loss_sum, self.dist)
 
     def averaged_full_state(self) -> tuple[dict, list[int]]:
-        """Average of the last regular checkpoints (DataMan's recipe), gathered on rank 0."""
+        """Mean of the merged checkpoints (DataMan's recipe: the last regular ones, the steps
+        after the last multiple of checkpoint_every left out), gathered on rank 0."""
         chosen = self.dist.broadcast_object(
-            checkpoints.list_checkpoints(self.checkpoint_dir, checkpoints.REGULAR)
-            [-self.s.average_last:] if self.dist.is_main else None)
+            [(step, path) for step, path in
+             checkpoints.list_checkpoints(self.checkpoint_dir, checkpoints.REGULAR)
+             if step in self.merged] if self.dist.is_main else None)
+        if [step for step, _ in chosen] != self.merged:
+            raise RuntimeError(f"checkpoints of steps {self.merged} make the final model, but "
+                               f"{self.checkpoint_dir} holds {[s for s, _ in chosen]}")
         averaged = checkpoints.averaged_model_state([path for _, path in chosen],
                                                     model_shards(self.model), self.dist)
         set_model_shards(self.model, averaged)
@@ -274,7 +285,8 @@ def pretrain(data_path: str | Path, tokenizer_dir: str | Path, preset: ModelPres
             activation_checkpointing_kwargs={"use_reentrant": False})
     model = wrap_model(model.to(dist.device), dist, fsdp=launch.fsdp,
                        mixed_precision=s.dtype == "bf16")
-    run = Run(model, make_optimizer(model, s), s, launch, dist, Path(checkpoint_dir), hash_)
+    run = Run(model, make_optimizer(model, s), s, launch, dist, Path(checkpoint_dir), hash_,
+              total_steps)
     start_step, log_rows = run.resume()
     if start_step and dist.is_main:
         print(f"resumed from step {start_step} of {total_steps}", flush=True)
