@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from selectlab import layout
+from selectlab.annotate import resolve as annotate_cfg
 from selectlab.config import load_config
 from selectlab.mates import plan as mates_plan
 from selectlab.selection import resolve as select_cfg
@@ -418,10 +419,17 @@ def test_a_changed_raw_shard_reruns_its_tokenisation_and_every_family_of_its_ann
         raw.write_bytes(original)
         os.utime(raw, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     # The embedded corpus trains its tokenizer on every raw shard, so both shards are
-    # re-tokenised, and each re-tokenised shard is re-annotated by every family.
+    # re-tokenised, and each re-tokenised shard is re-annotated by every family that rates its
+    # documents; its pool shards are cut again and re-annotated by the families rating them.
     assert planned["tokenize_shard"] == config["corpus"]["num_shards"]
-    families = len(config["annotate"]["families"]) + len(mates_plan.family_names(config))
-    assert planned["annotate"] == planned["tokenize_shard"] * families
+    families = annotate_cfg.family_names(config)
+    full = [f for f in families if "full" in annotate_cfg.family_pools(config, f)]
+    pooled = [(f, p) for f in families for p in annotate_cfg.family_pools(config, f)
+              if p != "full"]
+    assert planned["annotate"] == planned["tokenize_shard"] * (
+        len(full) + len(mates_plan.family_names(config)))
+    assert planned["cut_pool"] == planned["tokenize_shard"] * len(config["corpus"]["pools"])
+    assert planned["annotate_pool"] == planned["tokenize_shard"] * len(pooled) > 0
     assert planned_jobs(CONFIG) == {}
 
 

@@ -144,7 +144,10 @@ def quality_config(path: Path) -> Path:
     config.pop("metarater", None)
     config.pop("instruct", None)  # its comparison names variants this config replaces
     config["evaluation"].pop("protocols", None)  # so do the papers' tables
-    # Corruption is recorded per document: every rater rates the documents (the full pool).
+    # Corruption is recorded per document: every row selects documents (the full pool), which
+    # every rater rates.
+    config["corpus"].pop("pools", None)
+    config["corpus"].pop("pool_by_family", None)
     for family in config["annotate"]["families"].values():
         family["pools"] = ["full"]
     path.write_text(yaml.safe_dump(config, sort_keys=False))

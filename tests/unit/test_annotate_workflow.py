@@ -22,18 +22,28 @@ def config(request) -> dict:
     return load_config(REPO / request.param)
 
 
+@pytest.fixture
+def default_config() -> dict:
+    """The embedded default: every offline family, the reference LM and the embedding too (the
+    tests-only config leaves those two out: no row of it reads them)."""
+    return load_config(REPO / "config/config.yaml")
+
+
 def test_both_configs_annotate_with_every_offline_family(config):
-    assert resolve.family_names(config) == ["signals", "dsir", "refppl", "embedding",
-                                            "qurater", "dataman", "prrc", "fineweb_edu",
-                                            "wanjuan"]
+    everything = ["signals", "dsir", "refppl", "embedding", "qurater", "dataman", "prrc",
+                  "fineweb_edu", "wanjuan"]
+    read = [name for name in everything if name not in ("refppl", "embedding")]
+    assert resolve.family_names(config) == (everything if "refppl" in
+                                            config["annotate"]["families"] else read)
     assert list(config["annotate"]["families"]["dsir"]["targets"]) == ["wikipedia", "book",
                                                                      "math"]
-    assert resolve.needs_reference_lm(config)
+    assert resolve.needs_reference_lm(config) == ("refppl" in config["annotate"]["families"])
     for name in resolve.family_names(config):
         assert resolve.resources(config, name)["gpu"] == 0
 
 
-def test_family_params_leave_out_resources_and_name_their_fitted_inputs(config):
+def test_family_params_leave_out_resources_and_name_their_fitted_inputs(default_config):
+    config = default_config
     refppl = resolve.resolve_family(config, "refppl")
     assert refppl["kind"] == "refppl" and "resources" not in refppl
     assert resolve.fitted_inputs(config, RUN, "dsir") == [f"{RUN}/raters/dsir/model.npz"]
@@ -44,8 +54,8 @@ def test_family_params_leave_out_resources_and_name_their_fitted_inputs(config):
     assert resolve.uses_model(config, "refppl") and not resolve.uses_model(config, "dsir")
 
 
-def test_a_local_reference_model_needs_no_conversion_and_may_use_a_gpu(config):
-    changed = copy.deepcopy(config)
+def test_a_local_reference_model_needs_no_conversion_and_may_use_a_gpu(default_config):
+    changed = copy.deepcopy(default_config)
     changed["annotate"]["families"]["refppl"] |= {"model": "/models/llama-2-7b",
                                                   "resources": {"gpu": 1, "mem_mb": 64000}}
     assert not resolve.needs_reference_lm(changed)

@@ -52,6 +52,7 @@ def union_selection(selections: Sequence[str | Path], manifests: Sequence[str | 
                 "selected_tokens": selected, "selected_documents": int(len(union)),
                 "unique_documents": int(union["id"].nunique()),
                 "unique_tokens": selected,  # no document is in two stages (checked above)
+                "pool": first.get("pool"),  # every stage selects from the same pool
                 "pool_tokens": first.get("pool_tokens"),
                 "pool_documents": first.get("pool_documents"),
                 "budget_reached": selected >= budget_tokens,
