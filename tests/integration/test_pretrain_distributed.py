@@ -132,4 +132,5 @@ def test_resuming_on_another_world_size_continues_the_same_curve(inputs, two_nod
     for key in ours:
         assert np.allclose(ours[key].numpy(), theirs[key].numpy(), rtol=1e-3, atol=1e-4), key
     card = json.loads((resumed / "final" / "training_card.json").read_text())
-    assert card["averaged_checkpoint_steps"] == [3, 6, 8]
+    # The regular checkpoints every 3 steps (selectlab.train.averaging): step 8 is not one.
+    assert card["averaged_checkpoint_steps"] == [3, 6]
