@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from selectlab.corpus.pools import FULL
+from selectlab.corpus.pool_names import FULL
 
 SCORELESS_KINDS = ("embedding",)
 RATER_KINDS = ("rater", "rater_generative")

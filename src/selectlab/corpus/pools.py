@@ -39,11 +39,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from selectlab.corpus.pool_names import FULL, POOL_SEPARATOR, pool_shard  # noqa: F401
 from selectlab.shards import Document, ReadReport, atomic_path
 
-FULL = "full"  # the tokenized shards themselves: every document, one unit each
 UNITS = ("document", "sequence")
-POOL_SEPARATOR = "__"  # pool shard = {shard}__{pool}; shard names never hold two underscores
 POOL_KEY = b"selectlab.pool"  # the pool's settings in its meta sidecars' parquet metadata
 # Between the documents one sequence unit holds there is an EOS token; raters read a blank line.
 DOCUMENT_BREAK = "\n\n"
@@ -80,10 +79,6 @@ def pool_spec(name: str, settings: dict) -> PoolSpec:
     if POOL_SEPARATOR in name or name == FULL:
         raise ValueError(f"pool name {name!r} is reserved or holds {POOL_SEPARATOR!r}")
     return PoolSpec(name, unit, length if unit == "sequence" else None, share)
-
-
-def pool_shard(shard: str, pool: str) -> str:
-    return shard if pool == FULL else f"{shard}{POOL_SEPARATOR}{pool}"
 
 
 def unit_keys(ids: pd.Series | np.ndarray | list) -> np.ndarray:
