@@ -66,6 +66,10 @@ class PoolSpec:
         return asdict(self)
 
 
+# The tokenized shards as a pool: every document of the run, one unit each.
+FULL_POOL = PoolSpec(FULL, "document", None, 1.0)
+
+
 def pool_spec(name: str, settings: dict) -> PoolSpec:
     unit = settings.get("unit", "document")
     if unit not in UNITS:

@@ -9,7 +9,8 @@ and packing read them.
 from __future__ import annotations
 
 from selectlab import layout
-from selectlab.corpus.pools import FULL, PoolSpec, pool_shard, pool_spec
+from selectlab.corpus.pools import FULL, FULL_POOL, PoolSpec, pool_shard
+from selectlab.corpus.resolve import pool_settings
 from selectlab.selection.resolve import selection_params, selection_raters, variant_entry
 
 __all__ = ["FULL"]
@@ -20,9 +21,8 @@ FULL_POOL_METHODS = ("mean_rating", "intersection", "metarater", "mates")
 
 
 def pool_specs(config: dict) -> dict[str, PoolSpec]:
-    """The configured pools besides `full`."""
-    return {name: pool_spec(name, settings)
-            for name, settings in config["corpus"].get("pools", {}).items()}
+    """The configured pools besides `full` (checked by the corpus stage's resolver)."""
+    return {name: PoolSpec(**spec) for name, spec in pool_settings(config).items()}
 
 
 def variant_pool(config: dict, name: str) -> str:
@@ -37,7 +37,7 @@ def variant_pool(config: dict, name: str) -> str:
 
 def variant_pool_spec(config: dict, name: str) -> PoolSpec:
     pool = variant_pool(config, name)
-    return pool_specs(config)[pool] if pool != FULL else PoolSpec(FULL, "document", None, 1.0)
+    return pool_specs(config)[pool] if pool != FULL else FULL_POOL
 
 
 def pool_shards(shards: list[str], pool: str) -> list[str]:

@@ -199,12 +199,11 @@ def manifest_record(spec: SelectionSpec, selected: Selected, distinct: int,
 def pool_unit(pool: Pool) -> dict:
     """The pool the selection drew from and its unit, as its first shard's meta sidecar
     records it (a tokenized shard: the full pool of documents)."""
-    from selectlab.corpus.pools import FULL, read_pool_spec
+    from selectlab.corpus.pools import FULL_POOL, read_pool_spec
 
     spec = read_pool_spec(sidecar_path(pool.attributes_dir, "meta", pool.shards[0])) \
         if pool.shards else None
-    return spec.to_dict() if spec else {"name": FULL, "unit": "document",
-                                        "sequence_tokens": None, "share": 1.0}
+    return (spec or FULL_POOL).to_dict()
 
 
 def selection_limits(attributes_dir: str | Path, shards: list[str],
