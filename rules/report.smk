@@ -9,7 +9,7 @@ REPORT_PARAMS = json_param(report_cfg.report_params(config))
 # Every image a job of this configuration runs in; each one's package list is archived.
 ENVIRONMENTS = report_cfg.environments(config)
 # Tables archived without their wall-clock, speed and memory columns.
-MEASURED_TABLES = report_cfg.measured_tables(config, RUN)
+JOB_SUMMARIES = report_cfg.job_summaries(config, RUN)
 
 
 rule tables:
@@ -167,7 +167,7 @@ rule archive:
         expand(layout.figure(RUN), name=REPORT.winrate_figures()),
         INSTRUCT_ARCHIVE,
         expand(layout.table(RUN), name=report_cfg.COST_TABLES, ext=["csv", "md"]),
-        measured=MEASURED_TABLES,
+        JOB_SUMMARIES,
     output:
         layout.archive(RUN),
     log:
@@ -179,7 +179,6 @@ rule archive:
         **rule_resources("archive"),
     params:
         run_dir=lambda w, output: os.path.dirname(os.path.dirname(output[0])),
-        files=lambda w, input: [f for f in input if f not in set(input.measured)],
     shell:
-        "selectlab report archive --run-dir {params.run_dir} --files {params.files}"
-        " --measured {input.measured} --out {output} > {log} 2>&1"
+        "selectlab report archive --run-dir {params.run_dir} --files {input}"
+        " --out {output} > {log} 2>&1"

@@ -25,6 +25,8 @@ from selectlab import layout
 from selectlab.annotate import resolve as annotate_cfg
 from selectlab.config import load_config
 from selectlab.mates import plan as mates_plan
+from selectlab.report import plan as report_cfg
+from selectlab.report.archive import without_measurements
 from selectlab.selection import resolve as select_cfg
 from selectlab.selection.pools import variant_pool
 from selectlab.selection.resolve import resolve_selection
@@ -575,13 +577,15 @@ def test_cost_tables_count_every_model_stage_with_the_flops_of_each_job(run_dir,
     assert float(main["ratio"].iloc[0]) == pytest.approx(1.0)
 
 
-def test_a_second_run_from_scratch_selects_the_same_documents(run_dir, config):
+def test_a_second_run_from_scratch_selects_the_same_documents_and_archives_the_same_bytes(
+        run_dir, config):
     # Same seed, same inputs, same selections. The first run moves aside, so the second one
     # runs in the same place (paths, git state) with nothing to reuse. It stops at the
     # selections of the rows that need no trained model: uniform sampling, and the QuRating row
-    # (corpus, judge, rater, the pool's cut and annotation, selection); Meta-rater's proxies
-    # and MATES's staged models are left out to keep CI inside its time. The archive's bytes
-    # are compared across a rebuild above.
+    # (corpus, judge, rater, the pool's cut and annotation, selection), plus the provenance
+    # records; Meta-rater's proxies and MATES's staged models are left out to keep CI inside its
+    # time. Every archive member the second run rebuilds must carry the first archive's
+    # checksum, as the archive stores it (timings stripped).
     first = run_dir.parent / f".{config['run']}-first"
     shutil.rmtree(first, ignore_errors=True)
     run_dir.rename(first)
@@ -590,12 +594,27 @@ def test_a_second_run_from_scratch_selects_the_same_documents(run_dir, config):
         variants = [v for v in config["variants"] if config["variants"][v]["method"] in
                     ("uniform", "rating_sample")]
         assert "educational_value_t2" in variants and len(variants) == 3
-        result = snakemake(*[layout.selection(root, variant) for variant in variants])
+        records = [layout.provenance(root), layout.read_report(root)]
+        records += [layout.environment(root, env) for env in report_cfg.environments(config)]
+        result = snakemake(*[layout.selection(root, variant) for variant in variants], *records)
         assert result.returncode == 0, result.stderr[-5000:]
         for variant in variants:
             ids = [pd.read_parquet(d / f"selections/{variant}/selection.parquet")["id"].tolist()
                    for d in (first, run_dir)]
             assert ids[0] == ids[1], f"the two runs selected different documents for {variant}"
+        archived = manifest_checksums(first / f"archive/selectlab-{config['run']}.tar.gz")
+        rebuilt = {name: hashlib.sha256(without_measurements(run_dir / name)).hexdigest()
+                   for name in archived if (run_dir / name).is_file()}
+        assert {f"selections/{v}/manifest.json" for v in variants} | {
+            "judgments/qurating/summary.csv", "provenance/provenance.json",
+            "tables/read_report.csv"} <= set(rebuilt)
+        assert {n: d for n, d in rebuilt.items() if d != archived[n]} == {}
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
         first.rename(run_dir)
+
+
+def manifest_checksums(archive: Path) -> dict[str, str]:
+    """member name -> sha256, from the archive's MANIFEST.sha256."""
+    return {name: digest for digest, name in
+            (line.split("  ", 1) for line in manifest_lines(archive))}

@@ -211,3 +211,22 @@ def test_measured_columns_stay_out_of_the_archive(tmp_path):
     plain = tmp_path / "plain.csv"
     plain.write_text("a,b\n1,2\n")
     assert without_measurements(plain) == plain.read_bytes()
+
+
+def test_json_records_and_markdown_tables_lose_their_timings_only(tmp_path):
+    record = {"tasks": {"arc_easy": {"acc": 0.5}},
+              "cost": {"flops": 12.0, "seconds": 2.1, "wall_hours": 0.0006, "gpu_hours": 0.0},
+              "runs": [{"step": 1, "tokens_per_s": 88.0}]}
+    (tmp_path / "icl.json").write_text(json.dumps(record))
+    kept = json.loads(without_measurements(tmp_path / "icl.json"))
+    assert kept == {"tasks": {"arc_easy": {"acc": 0.5}}, "cost": {"flops": 12.0},
+                    "runs": [{"step": 1}]}
+    (tmp_path / "cost.md").write_text(
+        "| stage | flops | gpu_hours | wall_hours |\n| --- | ---: | ---: | ---: |\n"
+        "| rating \\| judge | 12.0 | 0.0 | 0.25 |\n\n- wall_hours counts every job.\n")
+    assert without_measurements(tmp_path / "cost.md").decode() == (
+        "| stage | flops |\n| --- | ---: |\n| rating \\| judge | 12.0 |\n\n"
+        "- wall_hours counts every job.\n")
+    for name, text in (("plain.json", '{"a": 1}'), ("plain.md", "| a |\n| --- |\n| 1 |\n")):
+        (tmp_path / name).write_text(text)
+        assert without_measurements(tmp_path / name) == text.encode()

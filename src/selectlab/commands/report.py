@@ -125,13 +125,13 @@ def provenance(args) -> dict:
 
 
 def archive(args) -> dict:
-    from selectlab.report.archive import build_archive, without_measurements
+    from selectlab.report.archive import build_archive, stripped_of_measurements
 
     run_dir = Path(args.run_dir)
-    members: dict[str, Path | bytes] = {
-        str(Path(path).relative_to(run_dir)): Path(path) for path in args.files}
-    for path in args.measured:
-        members[str(Path(path).relative_to(run_dir))] = without_measurements(Path(path))
+    members: dict[str, Path | bytes] = {}
+    for path in map(Path, dict.fromkeys(args.files)):
+        stripped = stripped_of_measurements(path)  # no timings: two runs archive the same bytes
+        members[str(path.relative_to(run_dir))] = path if stripped is None else stripped
     build_archive(Path(args.out), members)
     return {"members": len(members)}
 
@@ -178,6 +178,4 @@ def register(stages) -> None:
     p = add_action(actions, "archive", archive, "deterministic tarball with checksums")
     p.add_argument("--run-dir", required=True)
     p.add_argument("--files", nargs="+", required=True)
-    p.add_argument("--measured", nargs="*", default=[],
-                   help="CSV tables archived without their wall-clock, speed and memory columns")
     p.add_argument("--out", required=True)

@@ -26,23 +26,77 @@ from selectlab.shards import atomic_write_bytes, sha256_file
 MANIFEST_NAME = "MANIFEST.sha256"
 REDACTED = "<redacted>"
 UNKNOWN = "unknown"
-# Columns that measure the machine a job ran on (wall-clock time, speed, peak memory). Tables
-# that carry them (judge summaries, annotation throughput) are archived without them, so that
-# rebuilding from the same inputs gives the same bytes; the full tables stay in results/.
+# Columns and keys that measure the machine a job ran on (wall-clock time, speed, peak memory).
+# Archived tables, Markdown tables and JSON records are stripped of them, so that two runs from
+# the same inputs archive the same bytes; the full files stay in results/.
 MEASURED_COLUMNS = ("latency_s", "tokens_per_s", "seconds", "setup_seconds",
                     "input_tokens_per_s", "output_tokens_per_s", "docs_per_s", "memory_gb",
-                    "memory_kind", "peak_rss_gb", "peak_device_gb")
+                    "memory_kind", "peak_rss_gb", "peak_device_gb", "gpu_hours", "wall_hours")
+_CELL_BORDER = re.compile(r"(?<!\\)\|")
 
 
 def without_measurements(path: Path) -> bytes:
-    """A CSV table's bytes with its MEASURED_COLUMNS dropped (unchanged if it has none)."""
+    """A member's bytes without MEASURED_COLUMNS (unchanged if it holds none)."""
+    stripped = stripped_of_measurements(path)
+    return Path(path).read_bytes() if stripped is None else stripped
+
+
+def stripped_of_measurements(path: Path) -> bytes | None:
+    """A file's bytes with MEASURED_COLUMNS dropped from a CSV table's columns, a Markdown
+    table's columns or a JSON record's keys at any depth; None where there is nothing to drop
+    (other file types are not read)."""
+    strip = {".csv": _csv_without, ".md": _markdown_without, ".json": _json_without}
+    if Path(path).suffix not in strip:
+        return None
+    return strip[Path(path).suffix](Path(path).read_bytes())
+
+
+def _csv_without(raw: bytes) -> bytes | None:
     import pandas as pd
 
-    frame = pd.read_csv(path)
+    if not raw.strip():
+        return None
+    frame = pd.read_csv(io.BytesIO(raw), dtype=str, keep_default_na=False)
     measured = [column for column in frame.columns if column in MEASURED_COLUMNS]
     if not measured:
-        return Path(path).read_bytes()
+        return None
     return frame.drop(columns=measured).to_csv(index=False, lineterminator="\n").encode()
+
+
+def _markdown_without(raw: bytes) -> bytes | None:
+    """Every pipe table's measured columns dropped (header, alignment row and cells)."""
+    lines = raw.decode("utf-8").split("\n")
+    changed, drop = False, set()
+    for number, line in enumerate(lines):
+        if not line.startswith("|"):
+            drop = set()
+            continue
+        cells = _CELL_BORDER.split(line)[1:-1]
+        if number == 0 or not lines[number - 1].startswith("|"):  # a table's header row
+            drop = {i for i, cell in enumerate(cells) if cell.strip() in MEASURED_COLUMNS}
+        if drop:
+            kept = [cell for i, cell in enumerate(cells) if i not in drop]
+            lines[number] = "|" + "|".join(kept) + "|"
+            changed = True
+    return "\n".join(lines).encode("utf-8") if changed else None
+
+
+def _json_without(raw: bytes) -> bytes | None:
+    import json
+
+    def strip(value):
+        if isinstance(value, dict):
+            return {key: strip(item) for key, item in value.items()
+                    if key not in MEASURED_COLUMNS}
+        if isinstance(value, list):
+            return [strip(item) for item in value]
+        return value
+
+    record = json.loads(raw)
+    stripped = strip(record)
+    if stripped == record:
+        return None
+    return (json.dumps(stripped, indent=2, sort_keys=True) + "\n").encode("utf-8")
 
 
 def manifest_text(checksums: Mapping[str, str]) -> str:

@@ -20,7 +20,6 @@ from selectlab.analysis.plan import AnalysisPlan, analysis_plan
 from selectlab.analysis.plan import caption_stem as analysis_caption_stem
 from selectlab.analysis.plan import heading as analysis_heading
 from selectlab.annotate.resolve import container_key, family_names
-from selectlab.instruct.resolve import archive_files as instruct_archive_files
 from selectlab.instruct.resolve import configured as instruct_configured
 from selectlab.instruct.resolve import container_key as instruct_container_key
 from selectlab.judge.resolve import configured_protocols
@@ -151,15 +150,11 @@ def environments(config: dict) -> list[str]:
     return sorted(set(ENVIRONMENTS) | families | judge | instruct)
 
 
-def measured_tables(config: dict, root: str) -> list[str]:
-    """Tables that also hold wall-clock time, speed or peak memory: archived without those
-    columns (selectlab.report.archive.MEASURED_COLUMNS), so the archive stays
-    byte-reproducible."""
-    instruct = [path for path in instruct_archive_files(config, root)
-                if path.endswith(".csv")]  # SFT logs (seconds), answer judge summaries
+def job_summaries(config: dict, root: str) -> list[str]:
+    """The annotation throughput table and the judge summaries, archived beside the tables
+    (stripped of their timings like every member, selectlab.report.archive)."""
     return [layout.table(root, ANNOTATION_THROUGHPUT, "csv")] + [
-        layout.judge_summary(root, protocol) for protocol in configured_protocols(config)
-    ] + instruct
+        layout.judge_summary(root, protocol) for protocol in configured_protocols(config)]
 
 
 def table_caption(name: str) -> str:
