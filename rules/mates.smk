@@ -5,7 +5,7 @@
 # trains the data-influence model on them, and the annotate rule scores the pool with it as
 # family `{variant}__influence{k}`. The variant's own selection, model and training log are then
 # assembled from its stages, so evaluation, tables and figures treat it like any variant.
-MATES_VARIANTS = select_cfg.mates_variants(config)
+MATES_VARIANTS = mates_cfg.mates_variants(config)
 # A probe job's model, reference set and earlier selections.
 PROBE_INPUTS = lambda w: mates_cfg.probe_inputs(config, RUN, w.variant, int(w.stage))
 # Each stage's selection, manifest, model and log, in stage order.

@@ -160,7 +160,6 @@ def run_dir(tmp_path_factory):
     run_dir = REPO / "results" / RUN
     shutil.rmtree(run_dir, ignore_errors=True)
     targets = [f"results/{RUN}/raters/{r}/rater_card.json" for r in RATERS]
-    targets += [f"results/{RUN}/tables/rater_qurater.md"]
     targets += [f"results/{RUN}/selections/{v}/selection.parquet" for v in selection_variants()]
     env = os.environ | {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     result = subprocess.run([sys.executable, "-m", "snakemake", "--configfile", str(config),
@@ -209,8 +208,6 @@ def test_qurater_held_out_pairwise_accuracy_is_well_above_chance(run_dir):
     for criterion, result in metrics["metrics"].items():
         assert result["pairs"] >= 20, criterion
         assert result["pairwise_accuracy"] >= MIN_PAIRWISE_ACCURACY, (criterion, result)
-    table = (run_dir / "tables" / "rater_qurater.md").read_text()
-    assert "SIMULATED judge" in table
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ from selectlab.annotate import resolve as annotate_cfg
 from selectlab.config import load_config
 from selectlab.mates import plan
 from selectlab.mates.schedule import learning_rate_at
+from selectlab.selection import mates_stages
 from selectlab.selection import resolve as select_cfg
 from selectlab.train import resolve as train_cfg
 
@@ -27,8 +28,8 @@ def config() -> dict:
 
 
 def test_a_mates_variant_becomes_stage_variants_with_equal_budgets(config):
-    assert select_cfg.mates_variants(config) == ["mates"]
-    stages = select_cfg.mates_stage_names(config, "mates")
+    assert mates_stages.mates_variants(config) == ["mates"]
+    stages = mates_stages.mates_stage_names(config, "mates")
     assert stages == ["mates__stage1", "mates__stage2", "mates__stage3"]
     budgets = [select_cfg.resolve_selection(config, s)["budget_tokens"] for s in stages]
     assert sum(budgets) == select_cfg.resolve_selection(config, "mates")["budget_tokens"] == 60000
@@ -39,14 +40,14 @@ def test_a_mates_variant_becomes_stage_variants_with_equal_budgets(config):
     assert second["params"] == {"score": "mates__influence2.influence", "tau": 0.0}
     assert train_cfg.init_variant(config, "mates__stage3") == "mates__stage2"
     assert select_cfg.selection_raters(config, "mates__stage2") == ["mates__influence2"]
-    assert select_cfg.parse_stage_name(config, "mates__stage4") is None  # only 3 stages
-    assert select_cfg.parse_stage_name(config, "uniform__stage1") is None
+    assert mates_stages.parse_stage_name(config, "mates__stage4") is None  # only 3 stages
+    assert mates_stages.parse_stage_name(config, "uniform__stage1") is None
 
 
 def test_stages_follow_the_runs_schedule_and_only_the_last_averages(config):
     train = train_cfg.resolve_pretrain(config, "mates")["settings"]
     settings = [train_cfg.resolve_pretrain(config, s)["settings"]
-                for s in select_cfg.mates_stage_names(config, "mates")]
+                for s in mates_stages.mates_stage_names(config, "mates")]
     assert settings[0]["lr"] == train["lr"]
     for k, (this, following) in enumerate(zip(settings, settings[1:], strict=False), start=1):
         end = this["lr"] * this["min_lr_ratio"]
@@ -101,19 +102,19 @@ def test_probe_and_fit_params_carry_the_settings_that_shape_their_results(config
 def test_variant_params_override_the_section_and_bad_references_are_refused(config):
     changed = copy.deepcopy(config)
     changed["variants"]["mates"]["params"] = {"stages": 2, "temperature": 1.0}
-    assert select_cfg.mates_settings(changed, "mates")["stages"] == 2
+    assert mates_stages.mates_settings(changed, "mates")["stages"] == 2
     assert select_cfg.variant_entry(changed, "mates__stage2")["params"]["tau"] == 1.0
     for reference in ("heldout:validation", "heldout:test"):
         changed["mates"]["reference"] = reference
         with pytest.raises(ValueError, match="reported"):
-            select_cfg.mates_settings(changed, "mates")
+            mates_stages.mates_settings(changed, "mates")
     changed["mates"]["reference"] = "heldout:reference"
     del changed["corpus"]["embedded"]["heldout_docs_per_source"]["reference"]
     with pytest.raises(ValueError, match="no reference split"):
-        select_cfg.mates_settings(changed, "mates")
+        mates_stages.mates_settings(changed, "mates")
 
 
 def test_stage_budgets_split_exactly():
-    assert select_cfg.stage_budgets(10, 3) == [3, 3, 4]
-    assert sum(select_cfg.stage_budgets(30_000_000_001, 5)) == 30_000_000_001
+    assert mates_stages.stage_budgets(10, 3) == [3, 3, 4]
+    assert sum(mates_stages.stage_budgets(30_000_000_001, 5)) == 30_000_000_001
     assert math.isclose(learning_rate_at(0.0, {"lr": 1.0, "warmup_fraction": 0.5}), 0.0)

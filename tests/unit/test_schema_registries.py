@@ -10,8 +10,8 @@ import yaml
 from selectlab.annotate.registry import FAMILIES
 from selectlab.mates.plan import FAMILY_KIND as MATES_FAMILY_KIND
 from selectlab.raters.spec import RATERS
+from selectlab.selection.mates_stages import MATES_METHOD
 from selectlab.selection.methods import METHODS
-from selectlab.selection.resolve import MATES_METHOD
 
 SCHEMA = Path(__file__).resolve().parents[2] / "config" / "schema"
 

@@ -13,7 +13,7 @@ from selectlab.commands import add_action, json_arg
 def reference_texts(spec: str, files: list[str], max_chars: int) -> list[str]:
     """The reference set's texts: the corpus's held-out reference split, or JSONL files."""
     from selectlab.annotate.dsir_sources import jsonl_texts
-    from selectlab.selection.resolve import HELDOUT_REFERENCE
+    from selectlab.selection.mates_stages import HELDOUT_REFERENCE
     from selectlab.shards import read_all
 
     if spec == HELDOUT_REFERENCE:

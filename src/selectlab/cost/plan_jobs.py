@@ -217,7 +217,7 @@ def evaluation_jobs(config: dict, sizes: Sizes, throughput: dict, names: list[st
 def mates_jobs(config: dict, sizes: Sizes, throughput: dict) -> list[PlannedJob]:
     from selectlab.annotate import resolve as annotate
     from selectlab.mates import plan as mates
-    from selectlab.selection.resolve import (
+    from selectlab.selection.mates_stages import (
         influence_family,
         influence_stages,
         mates_settings,
@@ -283,7 +283,8 @@ def instruct_jobs(config: dict, sizes: Sizes, throughput: dict) -> list[PlannedJ
 
 
 def all_jobs(config: dict, throughput: dict) -> list[PlannedJob]:
-    from selectlab.selection.resolve import mates_stage_names, mates_variants, parse_proxy_name
+    from selectlab.selection.mates_stages import mates_stage_names, mates_variants
+    from selectlab.selection.resolve import parse_proxy_name
 
     sizes = Sizes(config)
     variants = list(config["variants"])

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from selectlab.instruct.resolve import answer_judging_cost_note
 from selectlab.report.plan import metarater_figure_fits
+from selectlab.selection import mates_stages
 from selectlab.selection import resolve as select_cfg
 from selectlab.train.resolve import preset_name
 
@@ -46,8 +47,8 @@ def model_roles(config: dict) -> dict[str, dict]:
     row its pre-training counts towards, and the configured variant it serves."""
     roles = {}
     for name in config["variants"]:
-        if name in select_cfg.mates_variants(config):
-            for stage in select_cfg.mates_stage_names(config, name):
+        if name in mates_stages.mates_variants(config):
+            for stage in mates_stages.mates_stage_names(config, name):
                 roles[stage] = {"stage": PRETRAINING, "item": name, "variant": name}
         else:
             roles[name] = {"stage": PRETRAINING, "item": name, "variant": name}
@@ -74,9 +75,9 @@ def table_roles(config: dict) -> dict:
     """What the cost table job needs to place every row: the roles of trained and evaluated
     models and the variant each MATES influence family serves."""
     families = {}
-    for variant in select_cfg.mates_variants(config):
-        for stage in select_cfg.influence_stages(config, variant):
-            families[select_cfg.influence_family(variant, stage)] = variant
+    for variant in mates_stages.mates_variants(config):
+        for stage in mates_stages.influence_stages(config, variant):
+            families[mates_stages.influence_family(variant, stage)] = variant
     searches = {name: select_cfg.selection_params(config, name)["search"]
                 for name, v in config["variants"].items() if v["method"] == "metarater"}
     return {"models": model_roles(config), "evaluations": evaluated(config),

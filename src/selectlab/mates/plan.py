@@ -28,7 +28,7 @@ from __future__ import annotations
 from selectlab import layout
 from selectlab.mates.schedule import learning_rate_at
 from selectlab.resources import job_shape, schema_default
-from selectlab.selection.resolve import (
+from selectlab.selection.mates_stages import (
     HELDOUT_REFERENCE,
     INFLUENCE_COLUMN,
     INFLUENCE_MARK,
@@ -38,9 +38,8 @@ from selectlab.selection.resolve import (
     mates_stage_name,
     mates_stage_names,
     mates_variants,
-    resolve_selection,
-    variant_seed,
 )
+from selectlab.selection.resolve import resolve_selection, variant_seed
 from selectlab.train.resolve import resolve_pretrain
 
 COLUMN = INFLUENCE_COLUMN

@@ -21,11 +21,8 @@ from selectlab.mates.schedule import stage_schedule
 from selectlab.papers.protocols import curve_fractions
 from selectlab.replicates import model_seed, replicate_names
 from selectlab.resources import job_shape, schema_default
-from selectlab.selection.resolve import (
-    mates_settings,
-    parse_stage_name,
-    variant_entry,
-)
+from selectlab.selection.mates_stages import mates_settings, parse_stage_name
+from selectlab.selection.resolve import variant_entry
 from selectlab.train.memory import Estimate, Launch, Shape, estimate
 from selectlab.train.model import ModelPreset
 from selectlab.train.partitions import check_fits
