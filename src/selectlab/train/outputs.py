@@ -1,5 +1,6 @@
 """What a finished pretraining run writes: the final (averaged) model with its tokenizer,
-snapshots and card, and the training log."""
+snapshots and card, and the training log. `s` is the run's selectlab.train.loop.TrainSettings
+(not imported: the loop imports this module)."""
 
 from __future__ import annotations
 
@@ -7,21 +8,17 @@ import os
 import shutil
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from selectlab.flops import cost_record, module_shape, training_flops
 from selectlab.shards import write_json
 from selectlab.train import checkpoints, snapshots
 from selectlab.train.model import count_parameters
 
-if TYPE_CHECKING:
-    from selectlab.train.loop import TrainSettings
-
 LOG_COLUMNS = ["step", "tokens", "loss", "lr"]
 
 
 def write_final_model(out_dir, config, state: dict, steps: list[int], tokenizer,
-                      s: TrainSettings, log_rows: list[dict], total_steps: int, *,
+                      s, log_rows: list[dict], total_steps: int, *,
                       seconds: float, device: str = "cpu", gpus: int = 0,
                       snapshot_dir: Path | None = None, settings_hash: str = "") -> dict:
     """Save the averaged weights with the tokenizer, and the run's snapshots (staged in
@@ -61,7 +58,7 @@ def write_final_model(out_dir, config, state: dict, steps: list[int], tokenizer,
     return card
 
 
-def training_cost(model, s: TrainSettings, tokens: int, seconds: float, device: str,
+def training_cost(model, s, tokens: int, seconds: float, device: str,
                   gpus: int) -> dict:
     """FLOPs (selectlab.flops: 6ND + attention) and time of every step of the run, resumed ones
     included."""
