@@ -17,6 +17,7 @@ from selectlab.selection import mates_stages
 from selectlab.selection.pools import variant_pool
 from selectlab.selection.resolve import resolve_selection
 from tests.e2e.workflow_run import REPO
+from tests.instruct_judging import judge_tuned_against_untuned
 
 
 def test_every_stage_wrote_its_files(run_dir, config):
@@ -272,11 +273,8 @@ def test_win_rates_are_real_numbers_from_both_orders(run_dir, config):
 
 
 def test_fine_tuning_beats_the_same_model_untuned(run_dir, config, tmp_path):
-    from selectlab.instruct import compare
     from selectlab.instruct.generate import GenerateSettings, answers_table, generate_transformers
-    from selectlab.instruct.reference_judge import ReferenceOverlapJudge
     from selectlab.instruct.template import ChatTemplate, prompt_ids
-    from selectlab.judge.run import RunSettings
     from selectlab.tokens import load_tokenizer
 
     reference = config["instruct"]["comparisons"]["qurating"]["reference"]
@@ -292,11 +290,5 @@ def test_fine_tuning_beats_the_same_model_untuned(run_dir, config, tmp_path):
                                  generate_transformers(untuned, prompts, settings),
                                  "transformers"),
     }
-    texts = {compare.answer_id(row.id, row.answer): row.answer
-             for frame in answers.values() for row in frame.itertuples()}
-    judge = ReferenceOverlapJudge(texts, dict(zip(evaluation["id"], evaluation["response"],
-                                                  strict=True)))
-    judged, _ = compare.judge_comparison(evaluation, answers, ["tuned"], "untuned",
-                                         compare.Settings(), judge, tmp_path / "cache.sqlite",
-                                         RunSettings())
+    judged, _ = judge_tuned_against_untuned(evaluation, answers, tmp_path / "cache.sqlite")
     assert judged["value"].mean() > 0.6

@@ -11,7 +11,7 @@ import torch
 from conftest import save_random_llama
 
 from selectlab.flops import inference_flops, module_shape, training_flops
-from selectlab.instruct import compare, sft
+from selectlab.instruct import sft
 from selectlab.instruct.data import instruction_id
 from selectlab.instruct.generate import (
     GenerateSettings,
@@ -19,10 +19,9 @@ from selectlab.instruct.generate import (
     generate_transformers,
     generation_cost,
 )
-from selectlab.instruct.reference_judge import ReferenceOverlapJudge
 from selectlab.instruct.template import IGNORE, ChatTemplate, prompt_ids, training_example
-from selectlab.judge.run import RunSettings
 from selectlab.tokens import load_tokenizer
+from tests.instruct_judging import judge_tuned_against_untuned
 
 TEMPLATE = ChatTemplate("### Instruction:\n{instruction}\n\n### Response:\n")
 WORDS = ("quick brown fox jumps over lazy dog while seven wizards quietly judge boxing "
@@ -140,13 +139,7 @@ def test_fine_tuned_model_beats_the_same_model_untuned(tmp_path, base_model):
                                    "transformers")
                for name, model in (("tuned", str(tmp_path / "tuned")), ("untuned", base_model))}
     assert answers["tuned"]["finished"].all()  # it learnt to stop
-    texts = {compare.answer_id(row.id, row.answer): row.answer
-             for frame in answers.values() for row in frame.itertuples()}
-    judge = ReferenceOverlapJudge(texts, dict(zip(evaluation["id"], evaluation["response"],
-                                                  strict=True)))
-    table, asked = compare.judge_comparison(evaluation, answers, ["tuned"], "untuned",
-                                            compare.Settings(), judge, tmp_path / "cache.sqlite",
-                                            RunSettings())
+    table, asked = judge_tuned_against_untuned(evaluation, answers, tmp_path / "cache.sqlite")
     assert asked == 2 * len(evaluation)
     assert table["value"].mean() > 0.9, answers["tuned"]["answer"].tolist()
 
