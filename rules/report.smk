@@ -8,7 +8,7 @@ REPORT = report_cfg.report_plan(config)
 REPORT_PARAMS = json_param(report_cfg.report_params(config))
 # Every image a job of this configuration runs in; each one's package list is archived.
 ENVIRONMENTS = report_cfg.environments(config)
-# Tables archived without their wall-clock, speed and memory columns.
+# The judge summaries and the annotation throughput table, archived beside the tables.
 JOB_SUMMARIES = report_cfg.job_summaries(config, RUN)
 
 
