@@ -52,16 +52,23 @@ def fake_listing(root: Path, files: int, group_size: int, shards_per_job: int) -
             chunk = root / "slimpajama" / split / f"chunk{index // FILES_PER_CHUNK + 1}"
             chunk.mkdir(parents=True, exist_ok=True)
             (chunk / f"example_{split}_{index}.jsonl.zst").touch()
-    math = root / "automathtext" / "part-0.jsonl.zst"
-    math.parent.mkdir()
-    math.touch()
     config = copy.deepcopy(PAPER)
     slimpajama = config["corpus"]["slimpajama"]
     for split in ("train", "validation", "test"):
         slimpajama[f"{split}_dir"] = str(root / "slimpajama" / split)
     slimpajama["group_size"] = group_size
+    config["corpus"]["shards_per_job"] = shards_per_job
     config["annotate"]["shards_per_job"] = shards_per_job
-    config["annotate"]["families"]["dsir"]["targets"]["math"] = str(math.parent / "*.jsonl.zst")
+    # One empty file per DSIR target set (planning only globs them).
+    targets = config["annotate"]["families"]["dsir"]["targets"]
+    for name in targets:
+        target = root / "dsir_targets" / name / "part-0.jsonl"
+        target.parent.mkdir(parents=True)
+        target.touch()
+        targets[name] = str(target.parent / "*.jsonl")
+    # MATES's reference set (LAMBADA at full scale) is an input of its probe jobs.
+    (root / "lambada.jsonl").touch()
+    config["mates"]["reference"] = str(root / "lambada.jsonl")
     return config
 
 

@@ -20,15 +20,14 @@ if ANALYSIS.families:
 
     # One sample per pool that some family annotates first, with every family annotating it.
     rule analysis_sample:
+        # The pool's ready file and each family's throughput table stand for every shard's
+        # sidecars, as for selection (rules/select.smk).
         input:
-            meta=lambda w: expand(
-                layout.meta_sidecar(RUN), shard=pool_cfg.pool_shards(SHARDS, w.pool)
-            ),
-            sidecars=lambda w: expand(
-                layout.sidecar(RUN),
-                family=ANALYSIS.samples[w.pool],
-                shard=pool_cfg.pool_shards(SHARDS, w.pool),
-            ),
+            pool=lambda w: pool_cfg.ready_file(RUN, w.pool),
+            scores=lambda w: [
+                layout.family_throughput(RUN, family, "csv")
+                for family in ANALYSIS.samples[w.pool]
+            ],
         output:
             sample=layout.analysis_sample(RUN),
             summary=layout.analysis_sample_summary(RUN),
@@ -43,9 +42,14 @@ if ANALYSIS.families:
             **rule_resources("analysis_sample"),
         params:
             cfg=json_param({"sample_rows": ANALYSIS.sample_rows, "seed": ANALYSIS.seed}),
+            attributes_dir=lambda w, input: os.path.dirname(
+                os.path.dirname(input.scores[0])
+            ),
+            families=lambda w: ANALYSIS.samples[w.pool],
         shell:
-            "selectlab analysis sample --params {params.cfg:q} --meta {input.meta}"
-            " --sidecars {input.sidecars} --out {output.sample}"
+            "selectlab analysis sample --params {params.cfg:q}"
+            " --attributes-dir {params.attributes_dir} --pool {input.pool}"
+            " --families {params.families} --out {output.sample}"
             " --summary {output.summary} > {log} 2>&1"
 
     rule analysis_figures:
@@ -94,14 +98,8 @@ if ANALYSIS.dataman:
 
     rule analysis_dataman_tables:
         input:
-            meta=expand(
-                layout.meta_sidecar(RUN),
-                shard=pool_cfg.pool_shards(SHARDS, ANALYSIS.dataman_pool),
-            ),
-            sidecars=expand(
-                layout.sidecar(RUN, ANALYSIS.dataman),
-                shard=pool_cfg.pool_shards(SHARDS, ANALYSIS.dataman_pool),
-            ),
+            pool=pool_cfg.ready_file(RUN, ANALYSIS.dataman_pool),
+            scores=layout.family_throughput(RUN, ANALYSIS.dataman, "csv"),
         output:
             corpus_csv=report(
                 layout.table(RUN, analysis_cfg.DATAMAN_CORPUS, "csv"),
@@ -124,9 +122,14 @@ if ANALYSIS.dataman:
             **rule_resources("analysis_dataman_tables"),
         params:
             notes=json_param(JUDGE_NOTES),
+            # attributes/{family}/throughput.csv -> attributes/
+            attributes_dir=lambda w, input: os.path.dirname(
+                os.path.dirname(input.scores)
+            ),
+            family=ANALYSIS.dataman,
         shell:
-            "selectlab analysis dataman-tables --meta {input.meta} --sidecars {input.sidecars}"
-            " --notes {params.notes:q} --out-corpus-csv {output.corpus_csv}"
+            "selectlab analysis dataman-tables --attributes-dir {params.attributes_dir}"
+            " --pool {input.pool} --family {params.family} --notes {params.notes:q} --out-corpus-csv {output.corpus_csv}"
             " --out-corpus-md {output.corpus_md} --out-means-csv {output.means_csv}"
             " --out-means-md {output.means_md} > {log} 2>&1"
 

@@ -16,182 +16,149 @@ ANNOTATE_FAMILIES = annotate_cfg.family_names(config)
 # Generated per stage of a MATES variant; annotated when that stage is selected, never a target.
 MATES_FAMILIES = mates_cfg.family_names(config)
 DSIR_FAMILIES = annotate_cfg.families_of_kind(config, "dsir")
-FAMILY_SHAPE = per_job(lambda w: annotate_cfg.resources(config, w["family"]))
 ANNOTATE_CONTAINER = lambda w: CONTAINERS[annotate_cfg.container_key(config, w.family)]
 # Batch sizes are resources, not params: they change how fast a job scores, not what it writes.
 ANNOTATE_THROUGHPUT = lambda w: json_param(
     annotate_cfg.resolve_throughput(config, w.family)
 )
-# annotate.shards_per_job: full batches of shards scored by one job each (annotate_batch), and
-# the shards of a last, incomplete batch (every shard when it is 1), scored alone (annotate).
-ANNOTATE_BATCHES, ANNOTATE_ALONE = annotate_cfg.shard_batches(
-    SHARDS, annotate_cfg.shards_per_job(config)
+# annotate.shards_per_job: a job scores one shard (annotate, annotate_pool) or a batch of 10 or
+# 100 whose names differ in their last digits (annotate_batch, annotate_pool_batch), in the
+# tokenized shards (`full`) and in every other pool a family annotates; each shard keeps its
+# own sidecar, each job writes one stats file listing its shards.
+ANNOTATE_KINDS = annotate_cfg.job_kinds(
+    config, ("annotate", "annotate_batch"), SHARDS, BASE_SHARD
 )
-ANNOTATE_SUFFIXES = annotate_cfg.batch_suffixes(annotate_cfg.shards_per_job(config))
-ANNOTATE_ALONE_PATTERN = (
-    names_pattern(ANNOTATE_ALONE) if ANNOTATE_BATCHES else BASE_SHARD
+POOL_KINDS = annotate_cfg.job_kinds(
+    config, ("annotate_pool", "annotate_pool_batch"), SHARDS, BASE_SHARD
 )
-# Where each family annotates (annotate.families.*.pools): the tokenized shards (`full`) in
-# batches as above, and every other pool's shards one job each (annotate_pool).
-FULL_FAMILIES = annotate_cfg.pool_families(config, pool_cfg.FULL)
-POOL_SHARDS_OF = lambda family: [
-    pool_shard
-    for pool in annotate_cfg.family_pools(config, family)
-    if pool != pool_cfg.FULL
-    for pool_shard in pool_cfg.pool_shards(SHARDS, pool)
-]
-# A batch job keeps one shard's memory and adds up its shards' time.
-BATCH_SHAPE = per_job(
-    lambda w: annotate_cfg.resources(config, w["family"], len(ANNOTATE_SUFFIXES))
-)
-# The stats files of every annotation job of some families: one per batch, one per shard
-# scored alone (each lists its shards).
+# The stats files of every annotation job of some families.
 ANNOTATION_STATS = lambda families: annotate_cfg.stats_files(
     RUN,
-    [f for f in families if pool_cfg.FULL in annotate_cfg.family_pools(config, f)],
-    ANNOTATE_BATCHES,
-    ANNOTATE_ALONE,
-) + [
-    layout.annotation_stats(RUN, family, shard)
-    for family in families
-    for shard in POOL_SHARDS_OF(family)
-]
+    [
+        (family, pool)
+        for family in families
+        for pool in annotate_cfg.family_pools(config, family)
+    ],
+    ANNOTATE_KINDS,
+)
 # The raw files of the shards a DSIR family samples its raw distribution from.
 DSIR_SHARD_FILES = lambda w: annotate_cfg.dsir_shard_files(
     config, w.family, SHARD_FILES
 )
-# Every family's sidecar of every shard, and the throughput table.
-ANNOTATION_TARGETS = (
-    expand(layout.sidecar(RUN), family=FULL_FAMILIES, shard=SHARDS)
-    + [
-        layout.sidecar(RUN, family, shard)
-        for family in ANNOTATE_FAMILIES
-        for shard in POOL_SHARDS_OF(family)
-    ]
-    + [layout.table(RUN, ANNOTATION_THROUGHPUT, "md")]
-)
+# The throughput table: it reads the stats file of every annotation job, so `all` builds every
+# family's sidecar of every shard through it without naming each (hundreds of thousands of
+# paths in a paper-scale plan).
+ANNOTATION_TARGETS = [layout.table(RUN, ANNOTATION_THROUGHPUT, "md")]
 
 
 wildcard_constraints:
     family=names_pattern(ANNOTATE_FAMILIES + MATES_FAMILIES),
 
 
-# One command for a job of one shard and for a job of annotate.shards_per_job shards: every
-# shard still gets its own sidecar; each job writes one stats file listing its shards.
+# The shape of a family's jobs of `kind`: one shard's memory, the time of all its shards.
+JOB_SHAPES = {
+    kind.rule: per_job(
+        lambda w, kind=kind: annotate_cfg.resources(
+            config, w["family"], len(kind.suffixes)
+        )
+    )
+    for kind in ANNOTATE_KINDS + POOL_KINDS
+}
 ANNOTATE_COMMAND = (
     "selectlab annotate run --family {wildcards.family} --params {params.cfg:q}"
-    " --throughput {resources.throughput:q} --shard-files {params.shard_files:q}"
-    " --meta-dir {params.meta_dir} --fitted {input.fitted}"
-    " --max-doc-chars {params.max_doc_chars} --id-root {params.id_root:q}"
+    " --throughput {resources.throughput:q} --meta-dir {params.meta_dir}"
+    " --fitted {input.fitted} --max-doc-chars {params.max_doc_chars}"
     " --gpus {resources.gpu} --threads {threads}"
-    " --out-dir {params.out_dir} --stats {output.stats} > {log} 2>&1"
+    " --out-dir {params.out_dir} --stats {output.stats}"
 )
 
 
-rule annotate:
-    input:
-        meta=layout.meta_sidecar(RUN),
-        fitted=lambda w: annotate_cfg.fitted_inputs(config, RUN, w.family),
-    output:
-        sidecar=layout.sidecar(RUN),
-        stats=layout.annotation_stats(RUN),
-    log:
-        layout.job_log(RUN, "annotate", "{family}/{shard}"),
-    benchmark:
-        layout.benchmark(RUN, "annotate", "{family}/{shard}")
-    wildcard_constraints:
-        shard=ANNOTATE_ALONE_PATTERN,
-    container:
-        ANNOTATE_CONTAINER
-    threads: job_threads(FAMILY_SHAPE)
-    resources:
-        **job_resources(FAMILY_SHAPE),
-        throughput=ANNOTATE_THROUGHPUT,
-    params:
-        cfg=lambda w: json_param(annotate_cfg.resolve_family(config, w.family)),
-        shard_files=lambda w: json_param({w.shard: SHARD_FILES[w.shard]}),
-        meta_dir=parent_dir_of_input("meta"),
-        out_dir=parent_dir("sidecar"),
-        max_doc_chars=MAX_DOC_CHARS,
-        id_root=lambda w: corpus_cfg.id_root(config, SHARD_FILES[w.shard]),
-    shell:
-        ANNOTATE_COMMAND
+# The tokenized shards' documents, read from their raw files.
+for kind in ANNOTATE_KINDS:
 
-
-# A pool shard's units, read from its tokens (texts decoded with the run's tokenizer).
-rule annotate_pool:
-    input:
-        meta=layout.meta_sidecar(RUN, "{shard}__{pool}"),
-        tokens=layout.tokens(RUN, "{shard}__{pool}"),
-        tokenizer=layout.tokenizer(RUN),
-        fitted=lambda w: annotate_cfg.fitted_inputs(config, RUN, w.family),
-    output:
-        sidecar=layout.sidecar(RUN, shard="{shard}__{pool}"),
-        stats=layout.annotation_stats(RUN, shard="{shard}__{pool}"),
-    log:
-        layout.job_log(RUN, "annotate", "{family}/{shard}__{pool}"),
-    benchmark:
-        layout.benchmark(RUN, "annotate", "{family}/{shard}__{pool}")
-    wildcard_constraints:
-        shard=BASE_SHARD,
-        pool=names_pattern(list(corpus_cfg.pool_settings(config))),
-    container:
-        ANNOTATE_CONTAINER
-    threads: job_threads(FAMILY_SHAPE)
-    resources:
-        **job_resources(FAMILY_SHAPE),
-        throughput=ANNOTATE_THROUGHPUT,
-    params:
-        cfg=lambda w: json_param(annotate_cfg.resolve_family(config, w.family)),
-        pool_shards=lambda w, input: json_param({f"{w.shard}__{w.pool}": input.tokens}),
-        meta_dir=parent_dir_of_input("meta"),
-        out_dir=parent_dir("sidecar"),
-        max_doc_chars=MAX_DOC_CHARS,
-    shell:
-        "selectlab annotate run --family {wildcards.family} --params {params.cfg:q}"
-        " --throughput {resources.throughput:q} --pool-shards {params.pool_shards:q}"
-        " --tokenizer {input.tokenizer} --meta-dir {params.meta_dir}"
-        " --fitted {input.fitted} --max-doc-chars {params.max_doc_chars}"
-        " --gpus {resources.gpu} --threads {threads}"
-        " --out-dir {params.out_dir} --stats {output.stats} > {log} 2>&1"
-
-
-if ANNOTATE_BATCHES:
-
-    rule annotate_batch:
+    rule:
+        name:
+            kind.rule
         input:
-            meta=[layout.meta_sidecar(RUN, f"{{batch}}{s}") for s in ANNOTATE_SUFFIXES],
+            meta=batch_paths(kind, layout.meta_sidecar),
             fitted=lambda w: annotate_cfg.fitted_inputs(config, RUN, w.family),
         output:
-            sidecars=[
-                layout.sidecar(RUN, shard=f"{{batch}}{s}") for s in ANNOTATE_SUFFIXES
-            ],
-            stats=layout.annotation_batch_stats(RUN),
+            sidecars=batch_paths(
+                kind, lambda root, shard: layout.sidecar(root, shard=shard)
+            ),
+            stats=annotate_cfg.job_stats_path(RUN, kind),
         log:
-            layout.job_log(RUN, "annotate", "{family}/{batch}_batch"),
+            layout.job_log(RUN, "annotate", annotate_cfg.job_name(kind)),
         benchmark:
-            layout.benchmark(RUN, "annotate", "{family}/{batch}_batch")
+            layout.benchmark(RUN, "annotate", annotate_cfg.job_name(kind))
         wildcard_constraints:
-            batch=names_pattern(ANNOTATE_BATCHES),
+            batch=kind.pattern,
         container:
             ANNOTATE_CONTAINER
-        threads: job_threads(BATCH_SHAPE)
+        threads: job_threads(JOB_SHAPES[kind.rule])
         resources:
-            **job_resources(BATCH_SHAPE),
+            **job_resources(JOB_SHAPES[kind.rule]),
             throughput=ANNOTATE_THROUGHPUT,
         params:
             cfg=lambda w: json_param(annotate_cfg.resolve_family(config, w.family)),
-            shard_files=lambda w: json_param(
-                {shard: SHARD_FILES[shard] for shard in ANNOTATE_BATCHES[w.batch]}
+            shard_files=lambda w, kind=kind: json_param(
+                {shard: SHARD_FILES[shard] for shard in kind.shards(w.batch)}
             ),
             meta_dir=parent_dir_of_input("meta"),
             out_dir=parent_dir("sidecars"),
             max_doc_chars=MAX_DOC_CHARS,
-            id_root=lambda w: corpus_cfg.id_root(
-                config, SHARD_FILES[ANNOTATE_BATCHES[w.batch][0]]
+            id_root=lambda w, kind=kind: corpus_cfg.id_root(
+                config, SHARD_FILES[kind.shards(w.batch)[0]]
             ),
         shell:
-            ANNOTATE_COMMAND
+            f"{ANNOTATE_COMMAND} --shard-files {{params.shard_files:q}}"
+            " --id-root {params.id_root:q} > {log} 2>&1"
+
+
+# A pool's units, read from its shards' tokens (texts decoded with the run's tokenizer).
+for kind in POOL_KINDS:
+
+    rule:
+        name:
+            kind.rule
+        input:
+            # Each pool shard's tokens are read too; its meta sidecar, written with them by the
+            # same cut job, stands for them (one path less per shard and family in the plan).
+            meta=batch_paths(kind, layout.meta_sidecar, "__{pool}"),
+            tokenizer=layout.tokenizer(RUN),
+            fitted=lambda w: annotate_cfg.fitted_inputs(config, RUN, w.family),
+        output:
+            sidecars=batch_paths(
+                kind, lambda root, shard: layout.sidecar(root, shard=shard), "__{pool}"
+            ),
+            stats=annotate_cfg.job_stats_path(RUN, kind, "__{pool}"),
+        log:
+            layout.job_log(RUN, "annotate", annotate_cfg.job_name(kind, "__{pool}")),
+        benchmark:
+            layout.benchmark(RUN, "annotate", annotate_cfg.job_name(kind, "__{pool}"))
+        wildcard_constraints:
+            batch=kind.pattern,
+            pool=names_pattern(POOLS),
+        container:
+            ANNOTATE_CONTAINER
+        threads: job_threads(JOB_SHAPES[kind.rule])
+        resources:
+            **job_resources(JOB_SHAPES[kind.rule]),
+            throughput=ANNOTATE_THROUGHPUT,
+        params:
+            cfg=lambda w: json_param(annotate_cfg.resolve_family(config, w.family)),
+            pool_shards=lambda w, kind=kind: json_param(
+                {
+                    name: layout.tokens(RUN, name)
+                    for name in pool_cfg.pool_shards(kind.shards(w.batch), w.pool)
+                }
+            ),
+            meta_dir=parent_dir_of_input("meta"),
+            out_dir=parent_dir("sidecars"),
+            max_doc_chars=MAX_DOC_CHARS,
+        shell:
+            f"{ANNOTATE_COMMAND} --pool-shards {{params.pool_shards:q}}"
+            " --tokenizer {input.tokenizer} > {log} 2>&1"
 
 
 if DSIR_FAMILIES:

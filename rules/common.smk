@@ -10,6 +10,7 @@ from snakemake.settings.types import DeploymentMethod
 from selectlab import config as cfg
 from selectlab import layout
 from selectlab import resources as res
+from selectlab import shard_jobs
 from selectlab.selection import resolve as select_cfg
 
 RUN = layout.run_dir(config["run"])
@@ -41,9 +42,7 @@ def json_param(value):
     return cfg.as_json(value)
 
 
-def names_pattern(names):
-    """A wildcard regex matching exactly these names; with none, one that matches nothing."""
-    return "|".join(names) if names else "(?!)"
+names_pattern = shard_jobs.names_pattern
 
 
 def parent_dir(name):
@@ -99,6 +98,19 @@ def job_resources(shape_of):
         name: lambda wildcards, name=name: snakemake_form(wildcards)[name]
         for name in res.SNAKEMAKE_KEYS
     }
+
+
+def batch_paths(kind, path_of, tail=""):
+    """The paths `path_of(RUN, shard)` of each shard of a job of `kind` (selectlab.shard_jobs),
+    patterns of its `{batch}` wildcard; `tail` names a pool's part of the shards."""
+    return [path_of(RUN, f"{{batch}}{suffix}{tail}") for suffix in kind.suffixes]
+
+
+def batch_rule_resources(rule, kind):
+    """resources: of a fixed-size per-shard rule, for a job of `kind`: one shard's memory, the
+    time of all its shards."""
+    shape = res.rule_shape(config, rule)
+    return res.present(res.as_snakemake(res.for_shards(shape, len(kind.suffixes))))
 
 
 def slurm_partition_file():

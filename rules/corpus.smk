@@ -102,34 +102,47 @@ else:
             "selectlab tokens copy --source {params.source} --out-dir {output} > {log} 2>&1"
 
 
-rule tokenize_shard:
-    input:
-        raw=RAW_SHARD_FILES,
-        tokenizer=layout.tokenizer(RUN),
-    output:
-        tokens=layout.tokens(RUN),
-        meta=layout.meta_sidecar(RUN),
-        report=layout.shard_read_report(RUN),
-        quarantine=layout.quarantine(RUN),
-    log:
-        layout.job_log(RUN, "tokenize_shard", "{shard}"),
-    wildcard_constraints:
-        shard=BASE_SHARD,
-    container:
-        CONTAINERS["cpu"]
-    threads: rule_threads("tokenize_shard")
-    resources:
-        **rule_resources("tokenize_shard"),
-    params:
-        max_doc_chars=MAX_DOC_CHARS,
-        id_root=ID_ROOT,
-        on_damaged_file=ON_DAMAGED_FILE,
-    shell:
-        "selectlab tokens encode --inputs {input.raw} --tokenizer {input.tokenizer}"
-        " --shard {wildcards.shard} --max-doc-chars {params.max_doc_chars}"
-        " --id-root {params.id_root:q} --on-damaged-file {params.on_damaged_file}"
-        " --out-tokens {output.tokens} --out-meta {output.meta} --report {output.report}"
-        " --quarantine {output.quarantine} > {log} 2>&1"
+# corpus.shards_per_job: a job tokenizes one shard (tokenize_shard) or a batch of 10 or 100
+# whose names differ in their last digits (tokenize_batch); each shard keeps its own outputs.
+for kind in corpus_cfg.job_kinds(
+    config, ("tokenize_shard", "tokenize_batch"), SHARDS, BASE_SHARD
+):
+
+    rule:
+        name:
+            kind.rule
+        input:
+            raw=lambda w, kind=kind: [
+                path for shard in kind.shards(w.batch) for path in SHARD_FILES[shard]
+            ],
+            tokenizer=layout.tokenizer(RUN),
+        output:
+            tokens=batch_paths(kind, layout.tokens),
+            meta=batch_paths(kind, layout.meta_sidecar),
+            report=batch_paths(kind, layout.shard_read_report),
+            quarantine=batch_paths(kind, layout.quarantine),
+        log:
+            layout.job_log(RUN, kind.rule, "{batch}"),
+        wildcard_constraints:
+            batch=kind.pattern,
+        container:
+            CONTAINERS["cpu"]
+        threads: rule_threads("tokenize_shard")
+        resources:
+            **batch_rule_resources("tokenize_shard", kind),
+        params:
+            shard_files=lambda w, kind=kind: json_param(
+                {shard: SHARD_FILES[shard] for shard in kind.shards(w.batch)}
+            ),
+            max_doc_chars=MAX_DOC_CHARS,
+            id_root=ID_ROOT,
+            on_damaged_file=ON_DAMAGED_FILE,
+        shell:
+            "selectlab tokens encode --shard-files {params.shard_files:q}"
+            " --tokenizer {input.tokenizer} --max-doc-chars {params.max_doc_chars}"
+            " --id-root {params.id_root:q} --on-damaged-file {params.on_damaged_file}"
+            " --out-tokens {output.tokens} --out-meta {output.meta} --report {output.report}"
+            " --quarantine {output.quarantine} > {log} 2>&1"
 
 
 # Also where the pool's document ids are checked to be unique across shards.
@@ -157,30 +170,41 @@ rule read_report:
 
 if POOLS:
 
-    rule cut_pool:
-        input:
-            tokens=layout.tokens(RUN),
-            meta=layout.meta_sidecar(RUN),
-            tokenizer=layout.tokenizer(RUN),
-        output:
-            tokens=layout.tokens(RUN, "{shard}__{pool}"),
-            meta=layout.meta_sidecar(RUN, "{shard}__{pool}"),
-        log:
-            layout.job_log(RUN, "cut_pool", "{pool}/{shard}"),
-        wildcard_constraints:
-            shard=BASE_SHARD,
-            pool=names_pattern(POOLS),
-        container:
-            CONTAINERS["cpu"]
-        threads: rule_threads("cut_pool")
-        resources:
-            **rule_resources("cut_pool"),
-        params:
-            cfg=lambda w: json_param(corpus_cfg.pool_settings(config)[w.pool]),
-        shell:
-            "selectlab corpus cut-pool --params {params.cfg:q}"
-            " --tokens {input.tokens} --meta {input.meta} --tokenizer {input.tokenizer}"
-            " --out-tokens {output.tokens} --out-meta {output.meta} > {log} 2>&1"
+    # A pool's part of each shard, batched as tokenisation is.
+    for kind in corpus_cfg.job_kinds(
+        config, ("cut_pool", "cut_pool_batch"), SHARDS, BASE_SHARD
+    ):
+
+        rule:
+            name:
+                kind.rule
+            # The shards' tokens are read too; their meta sidecars, written with them, stand
+            # for them (as in rules/annotate.smk).
+            input:
+                meta=batch_paths(kind, layout.meta_sidecar),
+                tokenizer=layout.tokenizer(RUN),
+            output:
+                tokens=batch_paths(kind, layout.tokens, "__{pool}"),
+                meta=batch_paths(kind, layout.meta_sidecar, "__{pool}"),
+            log:
+                layout.job_log(RUN, kind.rule, "{pool}/{batch}"),
+            wildcard_constraints:
+                batch=kind.pattern,
+                pool=names_pattern(POOLS),
+            container:
+                CONTAINERS["cpu"]
+            threads: rule_threads("cut_pool")
+            resources:
+                **batch_rule_resources("cut_pool", kind),
+            params:
+                cfg=lambda w: json_param(corpus_cfg.pool_settings(config)[w.pool]),
+                tokens=lambda w, kind=kind: [
+                    layout.tokens(RUN, shard) for shard in kind.shards(w.batch)
+                ],
+            shell:
+                "selectlab corpus cut-pool --params {params.cfg:q}"
+                " --tokens {params.tokens} --meta {input.meta} --tokenizer {input.tokenizer}"
+                " --out-tokens {output.tokens} --out-meta {output.meta} > {log} 2>&1"
 
     rule pool_report:
         input:

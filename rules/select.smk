@@ -68,12 +68,11 @@ rule select:
     params:
         cfg=lambda w: json_param(select_cfg.resolve_selection(config, w.variant)),
         attributes_dir=layout.attributes_dir(RUN),
-        meta=lambda w: pool_cfg.pool_meta(config, RUN, SHARDS, w.variant),
         out_dir=parent_dir("manifest"),
         upstream=optional_flag("--upstream", "upstream"),
     shell:
         "selectlab select run --params {params.cfg:q} --attributes-dir {params.attributes_dir}"
-        " --meta {params.meta} {params.upstream} --out-dir {params.out_dir}"
+        " --pool {input.corpus} {params.upstream} --out-dir {params.out_dir}"
         " --memory-mb {resources.memory_ceiling_mb} > {log} 2>&1"
 
 

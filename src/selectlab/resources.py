@@ -72,6 +72,12 @@ def rule_shape(config: dict, rule: str, *derived: dict) -> dict:
     return job_shape(rule_default, *derived, (config.get("resources") or {}).get(rule))
 
 
+def for_shards(shape: dict, shards: int) -> dict:
+    """A job of `shards` shards (corpus or annotate .shards_per_job): one shard's memory, the
+    time of all of them."""
+    return shape | {"runtime": shape["runtime"] * shards}
+
+
 def cpus_per_gpu(shape: dict) -> int | None:
     """A GPU job's CPU cores per GPU: its cores per node split over the node's GPUs."""
     return max(1, shape["cpus"] // shape["gpu"]) if shape["gpu"] else None

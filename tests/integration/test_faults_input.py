@@ -78,8 +78,9 @@ class Done:
 def encode_shard(capsys, tokenizer: Path, files: list[Path], root: Path, out: Path, policy: str,
                  shard: str = "shard_00000") -> Done:
     reader = CONFIG["corpus"]["reader"]
-    return Done(capsys, "tokens", "encode", "--inputs", *map(str, files), "--tokenizer",
-                     str(tokenizer), "--shard", shard, "--max-doc-chars",
+    return Done(capsys, "tokens", "encode", "--shard-files",
+                     json.dumps({shard: list(map(str, files))}), "--tokenizer",
+                     str(tokenizer), "--max-doc-chars",
                      str(reader["max_doc_chars"]), "--id-root", str(root), "--on-damaged-file",
                      policy, "--out-tokens", str(out / "tokens" / f"{shard}.npy"),
                      "--out-meta", str(out / "meta" / f"{shard}.parquet"),

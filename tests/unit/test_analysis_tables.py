@@ -108,11 +108,15 @@ def test_a_rater_without_domains_gives_an_empty_table_that_says_why():
     assert set(counts["group"]) == {"Overall Score", "Source", "All"}
 
 
-def test_the_command_writes_both_tables_with_the_notes(tmp_path):
-    _, metas, sidecars = reduced(tmp_path)
+def test_the_command_writes_both_tables_with_the_notes(tmp_path, capsys):
+    _, metas, _ = reduced(tmp_path)
+    # The pool's read report lists its shards; their sidecars sit under the attributes dir.
+    ready = tmp_path / "read_report.csv"
+    pd.DataFrame({"shard": [meta.stem for meta in metas]}).to_csv(ready, index=False)
     out = tmp_path / "tables"
-    code = main(["analysis", "dataman-tables", "--meta", *map(str, metas), "--sidecars",
-                 *map(str, sidecars), "--notes", json.dumps(["SIMULATED judge"]),
+    code = main(["analysis", "dataman-tables", "--attributes-dir", str(tmp_path),
+                 "--pool", str(ready), "--family", "dataman",
+                 "--notes", json.dumps(["SIMULATED judge"]),
                  "--out-corpus-csv", str(out / "c.csv"), "--out-corpus-md", str(out / "c.md"),
                  "--out-means-csv", str(out / "m.csv"), "--out-means-md", str(out / "m.md")])
     assert code == 0
@@ -122,6 +126,12 @@ def test_the_command_writes_both_tables_with_the_notes(tmp_path):
     means = pd.read_csv(out / "m.csv")
     assert means.loc[0, "Overall Score"] == pytest.approx(4.33)  # printed to 2 decimals
     assert "- SIMULATED judge" in (out / "m.md").read_text()
+    (tmp_path / "dataman" / f"{metas[-1].stem}.parquet").unlink()
+    capsys.readouterr()
+    assert main(["analysis", "dataman-tables", "--attributes-dir", str(tmp_path), "--pool",
+                 str(ready), "--family", "dataman", "--out-corpus-csv", "a", "--out-corpus-md",
+                 "b", "--out-means-csv", "c", "--out-means-md", "d"]) != 0
+    assert "1 sidecars of the pool listed in" in capsys.readouterr().err
 
 
 def frame_with_gaps() -> pd.DataFrame:

@@ -116,3 +116,22 @@ def test_pool_settings_are_checked_and_named():
         pool_spec("x", {"unit": "document", "share": 0})
     with pytest.raises(ValueError, match="reserved"):
         pool_spec(FULL, {"unit": "document"})
+
+
+def test_a_pools_ready_file_lists_its_shards_in_order(tmp_path, tokenized):
+    """Selection reads its shards from the read report (full) or the pool's report."""
+    from selectlab.corpus.pools import listed_shards, write_pool_report
+
+    tokens_path, meta_path, tokenizer, _ = tokenized
+    spec = pool_spec("seq", {"unit": "sequence", "sequence_tokens": 32})
+    metas = []
+    for shard in ("shard_00001", "shard_00000"):
+        meta = tmp_path / f"{pool_shard(shard, 'seq')}.parquet"
+        cut_pool_shard(tokens_path, meta_path, spec, tokenizer.eos_token_id,
+                       tmp_path / f"{shard}.npy", meta)
+        metas.append(meta)
+    write_pool_report(metas, tmp_path / "seq.json")
+    assert listed_shards(tmp_path / "seq.json") == ["shard_00001__seq", "shard_00000__seq"]
+    pd.DataFrame({"shard": ["shard_00001", "shard_00000"], "documents": [3, 4]}).to_csv(
+        tmp_path / "read_report.csv", index=False)
+    assert listed_shards(tmp_path / "read_report.csv") == ["shard_00001", "shard_00000"]

@@ -131,6 +131,23 @@ def score_names(frame: pd.DataFrame, families: Sequence[str] | None = None) -> l
     return names if families is None else [c for c in names if split_name(c)[0] in families]
 
 
+def pool_sidecars(attributes_dir: str | Path, ready_file: str | Path,
+                  families: Sequence[str]) -> tuple[list[Path], list[Path]]:
+    """The meta sidecars of the shards a pool's ready file lists (selectlab.corpus.pools) and
+    each family's sidecars of them, under `attributes_dir`; a missing one is an error."""
+    from selectlab.corpus.pools import listed_shards
+
+    shards = listed_shards(ready_file)
+    attributes = Path(attributes_dir)
+    meta = [attributes / "meta" / f"{shard}.parquet" for shard in shards]
+    sidecars = [attributes / family / f"{shard}.parquet" for family in families for shard in shards]
+    missing = [str(path) for path in meta + sidecars if not path.exists()]
+    if missing:
+        raise FileNotFoundError(f"{len(missing)} sidecars of the pool listed in {ready_file} "
+                                f"are missing, e.g. {missing[:3]}")
+    return meta, sidecars
+
+
 def sidecars_by_family(meta_paths: Sequence[str | Path],
                        sidecar_paths: Sequence[str | Path]) -> dict[str, list[Path]]:
     """`attributes/{family}/{shard}.parquet` paths grouped by family, in the order of the meta

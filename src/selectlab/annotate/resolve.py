@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from selectlab import layout
+from selectlab import layout, shard_jobs
 from selectlab.annotate.dsir_sources import is_pool_split, sample_shards, target_files
 from selectlab.annotate.refppl import SMOLLM2_GGUF
 from selectlab.annotate.registry import family_kind
-from selectlab.resources import job_shape, schema_default
+from selectlab.resources import for_shards, job_shape, schema_default
 
 # How fast a job scores, not what it writes: passed apart from the params, so changing them
 # reruns nothing (docs/cluster.md).
@@ -69,43 +69,49 @@ def shards_per_job(config: dict) -> int:
 
 
 def batch_suffixes(per_job: int) -> list[str]:
-    """The last digits that tell the shards of one annotation job apart ("0".."9" for 10)."""
-    width = len(str(per_job - 1))
-    if per_job < 1 or (per_job > 1 and 10**width != per_job):
-        raise ValueError(f"annotate.shards_per_job must be 1, 10 or 100, not {per_job}")
-    return [f"{index:0{width}d}" for index in range(per_job)] if per_job > 1 else [""]
+    return shard_jobs.batch_suffixes(per_job, "annotate.shards_per_job")
 
 
 def shard_batches(shards: Sequence[str], per_job: int) -> tuple[dict[str, list[str]], list[str]]:
-    """Annotation jobs that score `per_job` shards each, named by their shards' common prefix
-    (`group_0004` scores `group_00040` ... `group_00049`), and the shards scored one per job
-    (those of a last, incomplete batch; all of them when `per_job` is 1).
-
-    A job's outputs must be patterns of its wildcards, so a batch is the shards whose names
-    differ only in their last digits: hence 10 or 100 shards per job.
-    """
-    suffixes = batch_suffixes(per_job)
-    if per_job == 1:
-        return {}, list(shards)
-    width = len(suffixes[0])
-    members: dict[str, list[str]] = {}
-    for shard in shards:
-        if not shard[-width:].isdigit():
-            raise ValueError(f"shard {shard!r} does not end in {width} digits; "
-                             "annotate.shards_per_job needs numbered shards")
-        members.setdefault(shard[:-width], []).append(shard)
-    full = {prefix: names for prefix, names in members.items()
-            if sorted(name[-width:] for name in names) == suffixes}
-    return full, [shard for shard in shards if shard[:-width] not in full]
+    """Annotation jobs of `per_job` shards each, and the shards scored alone
+    (selectlab.shard_jobs)."""
+    return shard_jobs.shard_batches(shards, per_job, "annotate.shards_per_job")
 
 
-def stats_files(root: str, families: Sequence[str], batches: Sequence[str],
-                alone: Sequence[str]) -> list[str]:
-    """The stats files of every annotation job of `families`: one per batch of shards
-    (`shard_batches`), one per shard scored alone."""
-    return [path for family in families for path in
-            [layout.annotation_batch_stats(root, family, batch) for batch in batches]
-            + [layout.annotation_stats(root, family, shard) for shard in alone]]
+def job_kinds(config: dict, rules: tuple[str, str], shards: Sequence[str],
+              any_shard: str) -> list[shard_jobs.JobKind]:
+    """The forms of an annotation rule: one shard a job, and batches of
+    annotate.shards_per_job shards."""
+    return shard_jobs.job_kinds(rules, shards, shards_per_job(config),
+                                "annotate.shards_per_job", any_shard)
+
+
+def stats_files(root: str, family_pools: Sequence[tuple[str, str]],
+                kinds: Sequence[shard_jobs.JobKind]) -> list[str]:
+    """The stats files of every annotation job of each (family, pool): one per batch of shards,
+    one per shard scored alone (`job_kinds`); a pool's jobs are its shards' (`{shard}__{pool}`)."""
+    from selectlab.corpus.pools import FULL
+
+    paths = []
+    for family, pool in family_pools:
+        tail = "" if pool == FULL else f"__{pool}"
+        for kind in kinds:
+            stats = layout.annotation_batch_stats if kind.batched else layout.annotation_stats
+            paths += [stats(root, family, f"{batch}{tail}") for batch in kind.members]
+    return paths
+
+
+def job_stats_path(root: str, kind: shard_jobs.JobKind, tail: str = "") -> str:
+    """The stats file of an annotation job of `kind` (a pattern of `{family}` and `{batch}`;
+    `tail` names a pool's part of the shards): one per shard alone, one per batch."""
+    if kind.batched:
+        return layout.annotation_batch_stats(root, batch=f"{{batch}}{tail}")
+    return layout.annotation_stats(root, shard=f"{{batch}}{tail}")
+
+
+def job_name(kind: shard_jobs.JobKind, tail: str = "") -> str:
+    """An annotation job's log and benchmark name: its family and shard, or its batch."""
+    return f"{{family}}/{{batch}}{tail}" + ("_batch" if kind.batched else "")
 
 
 def fitted_inputs(config: dict, run_dir: str, name: str) -> list[str]:
@@ -129,7 +135,7 @@ def resources(config: dict, name: str, shards: int = 1) -> dict:
     default = "model_resources" if family_kind(family["kind"]).uses_model else "rule_resources"
     shape = job_shape(schema_default("annotate.schema.yaml", "$defs", default),
                       family.get("resources"))
-    return shape | {"runtime": shape["runtime"] * shards}
+    return for_shards(shape, shards)
 
 
 def families_of_kind(config: dict, kind: str) -> list[str]:

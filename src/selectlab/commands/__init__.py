@@ -21,3 +21,13 @@ def add_action(actions, name: str, func, help_text: str) -> argparse.ArgumentPar
     parser = actions.add_parser(name, help=help_text, description=help_text)
     parser.set_defaults(func=func)
     return parser
+
+
+def aligned_outputs(shards: dict, *outputs: list[str]) -> list[tuple]:
+    """Each (shard, its value) of a job's shards with its path in each output list, checked to
+    line up (a batch job names every shard's outputs, in the shards' order)."""
+    for paths in outputs:
+        if len(paths) != len(shards):
+            raise SystemExit(f"{len(shards)} shards but {len(paths)} output paths: "
+                             f"{paths[:3]}...")
+    return list(zip(shards.items(), zip(*outputs, strict=True), strict=True))

@@ -12,11 +12,12 @@ from selectlab.commands import add_action, json_arg
 def sample(args) -> dict:
     import pyarrow.parquet as pq
 
-    from selectlab.analysis.sample import sample_table, sidecars_by_family
+    from selectlab.analysis.sample import pool_sidecars, sample_table, sidecars_by_family
     from selectlab.shards import atomic_path, write_json
 
-    sidecars = sidecars_by_family(args.meta, args.sidecars)
-    table, summary = sample_table(args.meta, sidecars, args.params["sample_rows"],
+    meta, sidecar_paths = pool_sidecars(args.attributes_dir, args.pool, args.families)
+    sidecars = sidecars_by_family(meta, sidecar_paths)
+    table, summary = sample_table(meta, sidecars, args.params["sample_rows"],
                                   args.params["seed"])
     with atomic_path(args.out) as tmp:
         pq.write_table(table, tmp)
@@ -54,14 +55,12 @@ def figures(args) -> dict:
 
 def dataman_tables(args) -> dict:
     from selectlab.analysis import dataman_tables as dt
-    from selectlab.analysis.sample import sidecars_by_family
+    from selectlab.analysis.sample import pool_sidecars
     from selectlab.report.table_files import write_table
 
-    sidecars = sidecars_by_family(args.meta, args.sidecars)
-    if len(sidecars) != 1:
-        raise ValueError(f"expected the sidecars of one DataMan family, got {sorted(sidecars)}")
+    metas, sidecars = pool_sidecars(args.attributes_dir, args.pool, [args.family])
     counts, sums, reasons = [], [], []
-    for meta, sidecar in zip(args.meta, next(iter(sidecars.values())), strict=True):
+    for meta, sidecar in zip(metas, sidecars, strict=True):
         frame = dt.read_dataman_shard(meta, sidecar)
         counts.append(dt.shard_counts(frame))
         sums.append(dt.shard_domain_sums(frame))
@@ -124,15 +123,21 @@ def _notes(text: str) -> list[str]:
     return value
 
 
+def add_pool_arguments(parser) -> None:
+    """A pool's sidecars, found from its ready file (selectlab.analysis.sample.pool_sidecars)."""
+    parser.add_argument("--attributes-dir", required=True)
+    parser.add_argument("--pool", required=True, help="the pool's read report (CSV) or pool "
+                        "report (JSON): its shards, in order")
+
+
 def register(stages) -> None:
     parser = stages.add_parser("analysis", help="score distributions, correlations, DataMan "
                                "corpus tables")
     actions = parser.add_subparsers(dest="action", required=True)
     p = add_action(actions, "sample", sample, "one table of sampled documents with every score")
     p.add_argument("--params", type=json_arg, required=True, help="{sample_rows, seed}")
-    p.add_argument("--meta", nargs="+", required=True, help="meta sidecars, one per shard")
-    p.add_argument("--sidecars", nargs="+", required=True,
-                   help="attributes/{family}/{shard}.parquet of the score families")
+    add_pool_arguments(p)
+    p.add_argument("--families", nargs="+", required=True, help="the score families")
     p.add_argument("--out", required=True)
     p.add_argument("--summary", required=True)
     p = add_action(actions, "figures", figures, "distribution, heatmap and NLL figures")
@@ -144,8 +149,8 @@ def register(stages) -> None:
     p.add_argument("--matrices-dir", required=True)
     p = add_action(actions, "dataman-tables", dataman_tables,
                    "documents by domain, score and source; mean rating per domain")
-    p.add_argument("--meta", nargs="+", required=True)
-    p.add_argument("--sidecars", nargs="+", required=True, help="the DataMan family's sidecars")
+    add_pool_arguments(p)
+    p.add_argument("--family", required=True, help="the DataMan family")
     p.add_argument("--notes", type=_notes, default=[], help="JSON list of caveats")
     p.add_argument("--out-corpus-csv", required=True)
     p.add_argument("--out-corpus-md", required=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from selectlab.commands import add_action, json_arg
+from selectlab.commands import add_action, aligned_outputs, json_arg
 
 
 def build(args) -> dict:
@@ -60,7 +60,10 @@ def cut_pool(args) -> dict:
 
     spec = PoolSpec(**args.params)
     eos = load_tokenizer(args.tokenizer).eos_token_id
-    return cut_pool_shard(args.tokens, args.meta, spec, eos, args.out_tokens, args.out_meta)
+    shards = aligned_outputs(dict(zip(args.tokens, args.meta, strict=True)), args.out_tokens,
+                             args.out_meta)
+    return {tokens: cut_pool_shard(tokens, meta, spec, eos, out_tokens, out_meta)
+            for (tokens, meta), (out_tokens, out_meta) in shards}
 
 
 def pool_report(args) -> dict:
@@ -91,13 +94,13 @@ def register(stages) -> None:
                    help="every shard's meta sidecar: their ids must be unique together")
     p.add_argument("--out", required=True)
     p = add_action(actions, "cut-pool", cut_pool,
-                   "cut one tokenized shard into a pool's units (sequences or a document subset)")
+                   "cut tokenized shards into a pool's units (sequences or a document subset)")
     p.add_argument("--params", type=json_arg, required=True, help="the pool's settings")
-    p.add_argument("--tokens", required=True)
-    p.add_argument("--meta", required=True)
+    p.add_argument("--tokens", nargs="+", required=True, help="the shards' tokens")
+    p.add_argument("--meta", nargs="+", required=True, help="their meta sidecars, in order")
     p.add_argument("--tokenizer", required=True)
-    p.add_argument("--out-tokens", required=True)
-    p.add_argument("--out-meta", required=True)
+    p.add_argument("--out-tokens", nargs="+", required=True, help="one per shard, in order")
+    p.add_argument("--out-meta", nargs="+", required=True, help="one per shard, in order")
     p = add_action(actions, "pool-report", pool_report,
                    "one pool's settings and its units and tokens per pool shard and source")
     p.add_argument("--meta", nargs="+", required=True, help="the pool's shards' meta sidecars")

@@ -13,10 +13,11 @@ def shard_names(meta: list[str]) -> list[str]:
 
 
 def run(args) -> dict:
+    from selectlab.corpus.pools import listed_shards
     from selectlab.selection.run import SelectionSpec, run_selection
 
     spec = SelectionSpec(**args.params)
-    manifest, taken = run_selection(spec, args.attributes_dir, shard_names(args.meta),
+    manifest, taken = run_selection(spec, args.attributes_dir, listed_shards(args.pool),
                                     args.out_dir, args.upstream, args.memory_mb)
     summary = {key: manifest[key] for key in ("selected_tokens", "selected_documents",
                                               "budget_tokens", "short_strata", "upsampled")}
@@ -72,7 +73,8 @@ def register(stages) -> None:
     p = add_action(actions, "run", run, "select documents for one variant under a token budget")
     p.add_argument("--params", type=json_arg, required=True)
     p.add_argument("--attributes-dir", required=True)
-    p.add_argument("--meta", nargs="+", required=True, help="meta sidecars, one per shard")
+    p.add_argument("--pool", required=True,
+                   help="the pool's read report (CSV) or pool report (JSON): its shards, in order")
     p.add_argument("--upstream", default=None,
                    help="fitted Meta-rater weights, or the selection a curriculum reorders")
     p.add_argument("--out-dir", required=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from selectlab.commands import add_action
+from selectlab.commands import add_action, aligned_outputs, json_arg
 
 
 def train(args) -> dict:
@@ -21,14 +21,20 @@ def copy(args) -> dict:
 
 
 def encode(args) -> dict:
+    """Tokenize each shard of --shard-files (one, or a batch of corpus.shards_per_job) into its
+    own tokens, meta sidecar, read report and quarantine file (the lists align with it)."""
     from selectlab.tokens import tokenize_shard
 
-    report = tokenize_shard(args.inputs, args.tokenizer, args.shard, args.out_tokens,
-                            args.out_meta, args.report, args.quarantine,
-                            max_chars=args.max_doc_chars, id_root=args.id_root,
-                            on_damaged_file=args.on_damaged_file)
-    return {"documents": report.documents, "skipped": report.skipped,
-            "damaged_files": report.damaged_files}
+    shards = aligned_outputs(args.shard_files, args.out_tokens, args.out_meta, args.report,
+                             args.quarantine)
+    results = {}
+    for (shard, inputs), (out_tokens, out_meta, report_path, quarantine) in shards:
+        report = tokenize_shard(inputs, args.tokenizer, shard, out_tokens, out_meta,
+                                report_path, quarantine, max_chars=args.max_doc_chars,
+                                id_root=args.id_root, on_damaged_file=args.on_damaged_file)
+        results[shard] = {"documents": report.documents, "skipped": report.skipped,
+                          "damaged_files": report.damaged_files}
+    return results
 
 
 def register(stages) -> None:
@@ -43,16 +49,17 @@ def register(stages) -> None:
     p = add_action(actions, "copy", copy, "copy a pretrained tokenizer directory into the run")
     p.add_argument("--source", required=True)
     p.add_argument("--out-dir", required=True)
-    p = add_action(actions, "encode", encode, "tokenize one shard; write tokens, meta, report")
-    p.add_argument("--inputs", nargs="+", required=True)
+    p = add_action(actions, "encode", encode,
+                   "tokenize shards; write each one's tokens, meta sidecar and read report")
+    p.add_argument("--shard-files", type=json_arg, required=True,
+                   help="JSON: each shard's raw files, {shard: [file, ...]}")
     p.add_argument("--tokenizer", required=True)
-    p.add_argument("--shard", required=True)
     p.add_argument("--max-doc-chars", type=int, required=True)
     p.add_argument("--id-root", default=None,
                    help="the pool's root directory: ids of records without one are relative to it")
     p.add_argument("--on-damaged-file", choices=["stop", "quarantine"], default="stop",
                    help="a truncated or corrupt file stops the job, or is counted and skipped")
-    p.add_argument("--out-tokens", required=True)
-    p.add_argument("--out-meta", required=True)
-    p.add_argument("--report", required=True)
-    p.add_argument("--quarantine", required=True)
+    p.add_argument("--out-tokens", nargs="+", required=True, help="one per shard")
+    p.add_argument("--out-meta", nargs="+", required=True, help="one per shard")
+    p.add_argument("--report", nargs="+", required=True, help="one per shard")
+    p.add_argument("--quarantine", nargs="+", required=True, help="one per shard")

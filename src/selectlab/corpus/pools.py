@@ -193,6 +193,17 @@ def write_pool_report(meta_paths: list[str | Path], out: str | Path) -> dict:
     return {key: report[key] for key in ("pool", "units", "tokens")}
 
 
+def listed_shards(ready_file: str | Path) -> list[str]:
+    """The shards a pool's ready file lists, in order: the read report (CSV, one row per
+    tokenized shard) for `full`, the pool's report (JSON) for any other.
+
+    Selection reads its shards from here rather than from a path per shard on its command line:
+    a plan of thousands of shards and variants would format millions of such paths."""
+    if str(ready_file).endswith(".csv"):
+        return pd.read_csv(ready_file, usecols=["shard"], dtype=str)["shard"].tolist()
+    return [shard["shard"] for shard in json.loads(Path(ready_file).read_text())["shards"]]
+
+
 @dataclass(frozen=True)
 class UnitSource:
     """Where a pool shard's unit texts come from: its token array and the run's tokenizer."""

@@ -10,7 +10,7 @@ import glob
 import os
 from pathlib import Path
 
-from selectlab import layout
+from selectlab import layout, shard_jobs
 
 SPLITS = ("validation", "test")
 DEFAULT_DAMAGED_FILE_POLICY = "stop"
@@ -102,6 +102,14 @@ def id_root(config: dict, raw_files: list[str]) -> str:
     if corpus["mode"] == "slimpajama":
         return str(corpus["slimpajama"]["train_dir"])
     return os.path.dirname(raw_files[0])
+
+
+def job_kinds(config: dict, rules: tuple[str, str], shards: list[str],
+              any_shard: str) -> list[shard_jobs.JobKind]:
+    """The forms of a tokenisation or pool-cut rule: one shard a job, and batches of
+    corpus.shards_per_job shards (selectlab.shard_jobs)."""
+    per_job = int(config["corpus"].get("shards_per_job", 1))
+    return shard_jobs.job_kinds(rules, shards, per_job, "corpus.shards_per_job", any_shard)
 
 
 def damaged_file_policy(config: dict) -> str:

@@ -44,17 +44,15 @@ def pool_shards(shards: list[str], pool: str) -> list[str]:
     return [pool_shard(shard, pool) for shard in shards]
 
 
-def pool_meta(config: dict, root: str, shards: list[str], name: str) -> list[str]:
-    """The meta sidecars of the pool a variant selects from."""
-    return [layout.meta_sidecar(root, shard)
-            for shard in pool_shards(shards, variant_pool(config, name))]
+def ready_file(root: str, pool: str) -> str:
+    """The file that stands for every shard of a pool and lists them: the read report for
+    `full`, the pool's report (written after all its pool shards) for any other."""
+    return layout.read_report(root) if pool == FULL else layout.pool_report(root, pool)
 
 
 def pool_ready(config: dict, root: str, name: str) -> str:
-    """The file that stands for every shard of a variant's pool: the read report for `full`,
-    the pool's report (written after all its pool shards) for any other."""
-    pool = variant_pool(config, name)
-    return layout.read_report(root) if pool == FULL else layout.pool_report(root, pool)
+    """The ready file of a variant's pool."""
+    return ready_file(root, variant_pool(config, name))
 
 
 def pool_problems(config: dict) -> list[str]:
