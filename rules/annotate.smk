@@ -80,7 +80,7 @@ for kind in ANNOTATE_KINDS:
         name:
             kind.rule
         input:
-            meta=batch_paths(kind, layout.meta_sidecar),
+            meta=lambda w, kind=kind: META_STANDING_FOR(kind.shards(w.batch)),
             fitted=lambda w: annotate_cfg.fitted_inputs(config, RUN, w.family),
         output:
             sidecars=batch_paths(
@@ -122,9 +122,11 @@ for kind in POOL_KINDS:
         name:
             kind.rule
         input:
-            # Each pool shard's tokens are read too; its meta sidecar, written with them by the
-            # same cut job, stands for them (one path less per shard and family in the plan).
-            meta=batch_paths(kind, layout.meta_sidecar, "__{pool}"),
+            # The pool shards' tokens and meta sidecars are read; the cut jobs write both, so
+            # a meta sidecar per cut job stands for them (cuts are batched as tokenisation).
+            meta=lambda w, kind=kind: META_STANDING_FOR(
+                kind.shards(w.batch), f"__{w.pool}"
+            ),
             tokenizer=layout.tokenizer(RUN),
             fitted=lambda w: annotate_cfg.fitted_inputs(config, RUN, w.family),
         output:

@@ -104,9 +104,19 @@ else:
 
 # corpus.shards_per_job: a job tokenizes one shard (tokenize_shard) or a batch of 10 or 100
 # whose names differ in their last digits (tokenize_batch); each shard keeps its own outputs.
-for kind in corpus_cfg.job_kinds(
+TOKENIZE_KINDS = corpus_cfg.job_kinds(
     config, ("tokenize_shard", "tokenize_batch"), SHARDS, BASE_SHARD
-):
+)
+# Later per-shard jobs list one meta sidecar per tokenisation (or pool-cut) job whose shards
+# they read, which stands for all of them (selectlab.shard_jobs.standing_for).
+FIRST_SHARD = shard_jobs.first_shards(TOKENIZE_KINDS)
+META_STANDING_FOR = lambda shards, tail="": [
+    layout.meta_sidecar(RUN, f"{shard}{tail}")
+    for shard in shard_jobs.standing_for(shards, FIRST_SHARD)
+]
+
+
+for kind in TOKENIZE_KINDS:
 
     rule:
         name:
@@ -148,8 +158,7 @@ for kind in corpus_cfg.job_kinds(
 # Also where the pool's document ids are checked to be unique across shards.
 rule read_report:
     input:
-        reports=expand(layout.shard_read_report(RUN), shard=SHARDS),
-        meta=expand(layout.meta_sidecar(RUN), shard=SHARDS),
+        META_STANDING_FOR(SHARDS),
     output:
         report(
             layout.read_report(RUN),
@@ -163,8 +172,11 @@ rule read_report:
     threads: rule_threads("read_report")
     resources:
         **rule_resources("read_report"),
+    params:
+        reports=expand(layout.shard_read_report(RUN), shard=SHARDS),
+        meta=expand(layout.meta_sidecar(RUN), shard=SHARDS),
     shell:
-        "selectlab corpus read-report --reports {input.reports} --meta {input.meta}"
+        "selectlab corpus read-report --reports {params.reports} --meta {params.meta}"
         " --out {output} > {log} 2>&1"
 
 
@@ -178,10 +190,8 @@ if POOLS:
         rule:
             name:
                 kind.rule
-            # The shards' tokens are read too; their meta sidecars, written with them, stand
-            # for them (as in rules/annotate.smk).
             input:
-                meta=batch_paths(kind, layout.meta_sidecar),
+                meta=lambda w, kind=kind: META_STANDING_FOR(kind.shards(w.batch)),
                 tokenizer=layout.tokenizer(RUN),
             output:
                 tokens=batch_paths(kind, layout.tokens, "__{pool}"),
@@ -201,14 +211,17 @@ if POOLS:
                 tokens=lambda w, kind=kind: [
                     layout.tokens(RUN, shard) for shard in kind.shards(w.batch)
                 ],
+                meta=lambda w, kind=kind: [
+                    layout.meta_sidecar(RUN, shard) for shard in kind.shards(w.batch)
+                ],
             shell:
                 "selectlab corpus cut-pool --params {params.cfg:q}"
-                " --tokens {params.tokens} --meta {input.meta} --tokenizer {input.tokenizer}"
+                " --tokens {params.tokens} --meta {params.meta} --tokenizer {input.tokenizer}"
                 " --out-tokens {output.tokens} --out-meta {output.meta} > {log} 2>&1"
 
     rule pool_report:
         input:
-            meta=lambda w: expand(POOL_SHARD(w.pool), shard=SHARDS),
+            lambda w: META_STANDING_FOR(SHARDS, f"__{w.pool}"),
         output:
             layout.pool_report(RUN),
         log:
@@ -220,5 +233,7 @@ if POOLS:
         threads: rule_threads("pool_report")
         resources:
             **rule_resources("pool_report"),
+        params:
+            meta=lambda w: expand(POOL_SHARD(w.pool), shard=SHARDS),
         shell:
-            "selectlab corpus pool-report --meta {input.meta} --out {output} > {log} 2>&1"
+            "selectlab corpus pool-report --meta {params.meta} --out {output} > {log} 2>&1"

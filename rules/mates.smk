@@ -46,7 +46,7 @@ if MATES_VARIANTS:
             cfg=lambda w: json_param(
                 mates_cfg.probe_params(config, w.variant, int(w.stage))
             ),
-            meta=expand(layout.meta_sidecar(RUN), shard=SHARDS),
+            meta_dir=os.path.dirname(layout.meta_sidecar(RUN)),
             tokens_dir=layout.tokens_dir(RUN),
             # Kept by the previous stage's pretrain job next to its model (rules/pretrain.smk).
             checkpoints=lambda w, input: os.path.join(
@@ -56,7 +56,8 @@ if MATES_VARIANTS:
         shell:
             "selectlab mates probe --model {input.model} --checkpoints {params.checkpoints}"
             " --reference {input.reference}"
-            " --params {params.cfg:q} --part {wildcards.part} --meta {params.meta}"
+            " --params {params.cfg:q} --part {wildcards.part} --pool {input.corpus}"
+            " --meta-dir {params.meta_dir}"
             " --tokens-dir {params.tokens_dir} --earlier {input.earlier}"
             " --gpus {params.gpus} --threads {threads} --out {output.probes}"
             " --metrics {output.metrics} > {log} 2>&1"

@@ -124,7 +124,8 @@ rule environment:
 
 rule provenance:
     input:
-        reports=expand(layout.shard_read_report(RUN), shard=SHARDS),
+        # The tokenisation jobs' read reports (their meta sidecars stand for them).
+        corpus=META_STANDING_FOR(SHARDS),
         # The embedded corpus's inputs: packages, versions, checksums.
         build=corpus_cfg.build_stats_inputs(config, RUN),
     output:
@@ -140,8 +141,9 @@ rule provenance:
         # A function, so braces in config values (the chat template) are not read as wildcards.
         cfg=lambda w: json_param(config),
         build=optional_flag("--corpus-build", "build"),
+        reports=expand(layout.shard_read_report(RUN), shard=SHARDS),
     shell:
-        "selectlab report provenance --params {params.cfg:q} --reports {input.reports}"
+        "selectlab report provenance --params {params.cfg:q} --reports {params.reports}"
         " {params.build} --out {output} > {log} 2>&1"
 
 

@@ -41,10 +41,9 @@ rule rank_scores:
         columns=lambda w: RANKED[w.family],
         # attributes/ranks/{family} -> attributes/ (snakemake --lint: derived, not hardcoded)
         attributes_dir=lambda w, output: os.path.dirname(os.path.dirname(output[0])),
-        meta=expand(layout.meta_sidecar(RUN), shard=SHARDS),
     shell:
         "selectlab select rank --family {wildcards.family} --columns {params.columns}"
-        " --attributes-dir {params.attributes_dir} --meta {params.meta}"
+        " --attributes-dir {params.attributes_dir} --pool {input.corpus}"
         " --memory-mb {resources.mem_mb} > {log} 2>&1"
 
 

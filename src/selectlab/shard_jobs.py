@@ -73,6 +73,22 @@ def job_kinds(rules: tuple[str, str], shards: Sequence[str], per_job: int, setti
                     batch_suffixes(per_job, setting), batches)]
 
 
+def first_shards(kinds: Sequence[JobKind]) -> dict[str, str]:
+    """Each shard's job's first shard, for the jobs of `kinds`."""
+    return {shard: members[0] for kind in kinds for members in kind.members.values()
+            for shard in members}
+
+
+def standing_for(shards: Sequence[str], first: dict[str, str]) -> list[str]:
+    """The shards whose files stand for all of `shards` as inputs of a later job: the first
+    shard of each job that wrote them (`first_shards`), in order.
+
+    A job writes all its shards' files together, so one of them is rewritten exactly when all
+    are, and a missing one reruns the job that writes them all; listing one file per earlier
+    job rather than per shard keeps a plan of thousands of shards small."""
+    return list(dict.fromkeys(first[shard] for shard in shards))
+
+
 def names_pattern(names: Sequence[str]) -> str:
     """A wildcard regex matching exactly these names; with none, one that matches nothing."""
     return "|".join(names) if names else "(?!)"

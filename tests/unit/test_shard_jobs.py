@@ -75,7 +75,10 @@ def planned_jobs(tmp: Path, config: dict) -> list[dict]:
     jobs = []
     for line in result.stdout.splitlines():
         if re.match(r"^rule \w+:$", line):
-            jobs.append({"rule": line.split()[1].rstrip(":"), "output": [], "resources": ""})
+            jobs.append({"rule": line.split()[1].rstrip(":"), "input": [], "output": [],
+                         "resources": ""})
+        elif jobs and line.startswith("    input: "):
+            jobs[-1]["input"] = line.split(": ", 1)[1].split(", ")
         elif jobs and line.startswith("    output: "):
             jobs[-1]["output"] = line.split(": ", 1)[1].split(", ")
         elif jobs and line.startswith("    resources: "):
@@ -115,6 +118,16 @@ def test_twelve_shards_ten_a_job_each_shard_keeps_its_own_outputs(tmp_path):
     [alone, _] = [job for job in jobs if job["rule"] == "tokenize_shard"]
     assert batch["output"][:10] == [f"{run}/corpus/tokens/{s}.npy" for s in shards[:10]]
     assert runtime(batch) == 10 * runtime(alone)
+    # Later jobs list one meta sidecar per tokenisation or cut job they read: it is written with
+    # the rest of that job's files, so it stands for them.
+    for rule, meta in (("annotate_batch", "shard_00000"), ("cut_pool_batch", "shard_00000"),
+                       ("annotate_pool_batch", f"shard_00000__{pool}")):
+        for job in (job for job in jobs if job["rule"] == rule):
+            metas = [path for path in job["input"] if "/attributes/meta/" in path]
+            assert metas == [f"{run}/attributes/meta/{meta}.parquet"], (rule, metas)
+    [report] = [job for job in jobs if job["rule"] == "read_report"]
+    assert sorted(report["input"]) == sorted(
+        f"{run}/attributes/meta/{shard}.parquet" for shard in ["shard_00000", *shards[10:]])
 
 
 def run_cli(*args: str) -> None:

@@ -27,6 +27,7 @@ def probe(args) -> dict:
     from transformers import LlamaForCausalLM
 
     from selectlab.annotate.dsir_sources import sample_shards
+    from selectlab.corpus.pools import listed_shards
     from selectlab.devices import select_device
     from selectlab.flops import cost_record, inference_flops, module_shape, training_flops
     from selectlab.mates import probe as probing
@@ -37,7 +38,8 @@ def probe(args) -> dict:
     torch.set_num_threads(args.threads)
     p = args.params
     started = time.perf_counter()
-    meta = sample_shards(args.meta, p.get("max_shards"), p["seed"])
+    shards = sample_shards(listed_shards(args.pool), p.get("max_shards"), p["seed"])
+    meta = [str(Path(args.meta_dir) / f"{shard}.parquet") for shard in shards]
     sample = probing.sample_units(meta, p["probes"], p["seed"], earlier_ids(args.earlier))
     units = probing.part_of(sample, args.part, p["parts"])
     tokens = probing.unit_tokens(args.tokens_dir, units, p["unit_tokens"])
@@ -115,7 +117,8 @@ def register(stages) -> None:
     p.add_argument("--reference", nargs="+", required=True, help="the reference set's file(s)")
     p.add_argument("--params", type=json_arg, required=True)
     p.add_argument("--part", type=int, required=True)
-    p.add_argument("--meta", nargs="+", required=True, help="meta sidecars of the pool")
+    p.add_argument("--pool", required=True, help="the pool's read report: its shards, in order")
+    p.add_argument("--meta-dir", required=True, help="attributes/meta, the shards' meta sidecars")
     p.add_argument("--tokens-dir", required=True, help="corpus/tokens")
     p.add_argument("--earlier", nargs="*", default=[], help="earlier stages' selections")
     p.add_argument("--gpus", type=int, default=0)

@@ -3,13 +3,7 @@ training sequences; fit Meta-rater's weights from its proxies."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from selectlab.commands import add_action, json_arg
-
-
-def shard_names(meta: list[str]) -> list[str]:
-    return [Path(path).name.removesuffix(".parquet") for path in meta]
 
 
 def run(args) -> dict:
@@ -27,11 +21,12 @@ def run(args) -> dict:
 
 
 def rank(args) -> dict:
+    from selectlab.corpus.pools import listed_shards
     from selectlab.selection.memory import plan_memory
     from selectlab.selection.pool import meta_rows
     from selectlab.selection.ranks import rank_family
 
-    shards = shard_names(args.meta)
+    shards = listed_shards(args.pool)
     rows = [meta_rows(args.attributes_dir, shard) for shard in shards]
     limits = plan_memory(args.memory_mb, sum(rows), max(rows, default=0))
     # A batch of values costs about 14 bytes (the value, the sort, one shard's lookups).
@@ -85,7 +80,7 @@ def register(stages) -> None:
     p.add_argument("--family", required=True)
     p.add_argument("--columns", nargs="+", required=True)
     p.add_argument("--attributes-dir", required=True)
-    p.add_argument("--meta", nargs="+", required=True, help="meta sidecars, one per shard")
+    p.add_argument("--pool", required=True, help="the read report: the shards, in order")
     p.add_argument("--memory-mb", type=float, required=True)
     p = add_action(actions, "pack", pack, "pack a selection into fixed-length sequences")
     p.add_argument("--selection", required=True)
