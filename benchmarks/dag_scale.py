@@ -5,9 +5,10 @@ files: planning only lists them) and config/paper.yaml pointed at it, then `snak
 --dry-run` in a fresh process, timed from start to exit. config/paper.yaml groups the listed
 files into shards of `corpus.slimpajama.group_size` files (64). Every run plans every paper row
 and the 1,280 Meta-rater proxies, so what grows with the listing is tokenisation, the pools' cuts
-and annotation (each family in each pool it annotates) plus the rules that read every shard. Prints wall seconds, shards, jobs planned, milliseconds per
-job, the planner's peak resident memory and each time's ratio to the first (smallest) run. The
-last default size is SlimPajama-627B's whole training split (59,166 files).
+and annotation (each family in each pool it annotates) plus the rules that read every shard.
+Prints wall seconds, shards, jobs planned, milliseconds per job, the planner's peak resident
+memory and each time's ratio to the first (smallest) run. The last default size is
+SlimPajama-627B's whole training split (59,166 files).
 
 Also timed once: importing the slurm executor plugin, which Snakemake does on every run. It
 asks `scontrol` for the cluster's settings; where slurm's tools are installed but no controller

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,15 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = ["RedPajamaWikipedia", "RedPajamaBook", "RedPajamaGithub"]
+
+
+def workflow_rule_names() -> set[str]:
+    """The rules the workflow declares, with both forms of each per-shard rule (named in a loop
+    over selectlab.shard_jobs.job_kinds)."""
+    text = "\n".join(path.read_text() for path in (REPO / "rules").glob("*.smk"))
+    forms = re.findall(r'job_kinds\(\s*config, \("(\w+)", "(\w+)"\)', text)
+    return set(re.findall(r"^\s*(?:local)?rule (\w+):", text, re.MULTILINE)) | {
+        name for pair in forms for name in pair}
 
 
 def record(doc_id: str, text: str, set_name: str = "RedPajamaWikipedia") -> dict:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from conftest import workflow_rule_names
+
 from selectlab import layout
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,11 +34,6 @@ def pattern_regex(pattern: str) -> re.Pattern:
                               for part in parts))
 
 
-def rule_names() -> set[str]:
-    text = "\n".join(path.read_text() for path in (REPO / "rules").glob("*.smk"))
-    return set(re.findall(r"^\s*(?:local)?rule (\w+):", text, re.MULTILINE))
-
-
 def test_every_layout_path_is_documented_with_its_function():
     documented = {}
     for row in doc_rows():
@@ -57,7 +54,7 @@ def test_every_documented_path_is_a_layout_path():
 
 
 def test_documented_writers_are_rules():
-    rules = rule_names()
+    rules = workflow_rule_names()
     writers = {name for row in doc_rows() for name in CODE.findall(row[2])}
     assert writers and writers <= rules, sorted(writers - rules)
 

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import workflow_rule_names
 
 from selectlab import resources as res
 from selectlab.config import load_config
@@ -39,10 +40,7 @@ def test_defaults_come_from_the_schema_and_config_entries_replace_only_their_key
 def test_every_rule_sized_by_name_has_a_schema_default():
     text = "\n".join(path.read_text() for path in (REPO / "rules").glob("*.smk"))
     sized = set(re.findall(r'rule_(?:threads|resources)\("(\w+)"', text))
-    # Per-shard rules are named in a loop over their forms (one shard, a batch).
-    forms = re.findall(r'job_kinds\(\s*config, \("(\w+)", "(\w+)"\)', text)
-    rules = set(re.findall(r"^\s*rule (\w+):", text, re.MULTILINE)) | {
-        name for pair in forms for name in pair}
+    rules = workflow_rule_names()
     listed = set(res._schema(res.RESOURCES_SCHEMA)["properties"])
     assert sized and sized <= rules
     # Evaluation rules are listed too: their defaults sit under the sizes derived from the model;
