@@ -249,8 +249,8 @@ def test_gpu_rules_ask_for_gpus_and_cpu_rules_do_not(scenario):
         # Partition from the cluster's partitions file; no account (no slurmdbd here).
         assert " -p debug " in call and " -A " not in call
         if submitted_rule(call) in GPU_RULES:
-            cores = 2 if submitted_rule(call) == "pretrain" else 1  # the preset's, as above
-            assert "--gpus=1" in call and f"--cpus-per-gpu={cores}" in call
+            # The preset's cores per GPU (small_config), which evaluation shares.
+            assert "--gpus=1" in call and "--cpus-per-gpu=2" in call
             # Pretraining asks for its preset's memory; evaluation is sized from the model
             # (selectlab.evaluate.sizing: 4 GB and the weights, at least half an hour).
             memory = int(re.search(r"--mem (\d+)", call).group(1))
