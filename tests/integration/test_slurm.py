@@ -74,14 +74,17 @@ def small_config(run: str, gpus: bool) -> dict:
                                            "tie_embeddings": True}
     config["variants"][TIMED_OUT]["budget_tokens"] = 60000
     config["variants"][TIMED_OUT]["pretrain"] = {"preset": "slow", "checkpoint_every": 1000}
+    # One core a training job in both runs: Snakemake sets OMP_NUM_THREADS to a job's threads,
+    # and training with another thread count reorders float sums, which 90 steps amplify to
+    # ~1e-3 in the loss.
+    for preset in ("tiny", "slow"):
+        config["models"]["presets"][preset]["resources"] = {"cpus": 1}
     if gpus:
         # 20 minutes: longer than the profile's 10-minute warning, which would otherwise arrive
-        # as soon as a job starts. Two cores, as the local run's default: Snakemake sets
-        # OMP_NUM_THREADS to a job's threads, and training with another thread count reorders
-        # float sums, which 90 steps amplify to ~1e-3 in the loss.
+        # as soon as a job starts.
         for preset in ("tiny", "slow"):
             config["models"]["presets"][preset]["resources"] = {
-                "gpu": 1, "cpus": 2, "mem_mb": 2000, "runtime": 20}
+                "gpu": 1, "cpus": 1, "mem_mb": 2000, "runtime": 20}
         config["evaluation"]["gpu"] = 1
     return config
 
@@ -249,8 +252,7 @@ def test_gpu_rules_ask_for_gpus_and_cpu_rules_do_not(scenario):
         # Partition from the cluster's partitions file; no account (no slurmdbd here).
         assert " -p debug " in call and " -A " not in call
         if submitted_rule(call) in GPU_RULES:
-            # The preset's cores per GPU (small_config), which evaluation shares.
-            assert "--gpus=1" in call and "--cpus-per-gpu=2" in call
+            assert "--gpus=1" in call and "--cpus-per-gpu=1" in call
             # Pretraining asks for its preset's memory; evaluation is sized from the model
             # (selectlab.evaluate.sizing: 4 GB and the weights, at least half an hour).
             memory = int(re.search(r"--mem (\d+)", call).group(1))
