@@ -31,7 +31,8 @@ ANNOTATE_KINDS = annotate_cfg.job_kinds(
 POOL_KINDS = annotate_cfg.job_kinds(
     config, ("annotate_pool", "annotate_pool_batch"), SHARDS, BASE_SHARD
 )
-# The stats files of every annotation job of some families.
+# The stats files of every annotation job of some families (every pool's jobs are batched
+# alike, so the full pool's forms name them all).
 ANNOTATION_STATS = lambda families: annotate_cfg.stats_files(
     RUN,
     [

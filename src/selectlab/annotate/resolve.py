@@ -68,16 +68,6 @@ def shards_per_job(config: dict) -> int:
     return int(config["annotate"].get("shards_per_job", 1))
 
 
-def batch_suffixes(per_job: int) -> list[str]:
-    return shard_jobs.batch_suffixes(per_job, "annotate.shards_per_job")
-
-
-def shard_batches(shards: Sequence[str], per_job: int) -> tuple[dict[str, list[str]], list[str]]:
-    """Annotation jobs of `per_job` shards each, and the shards scored alone
-    (selectlab.shard_jobs)."""
-    return shard_jobs.shard_batches(shards, per_job, "annotate.shards_per_job")
-
-
 def job_kinds(config: dict, rules: tuple[str, str], shards: Sequence[str],
               any_shard: str) -> list[shard_jobs.JobKind]:
     """The forms of an annotation rule: one shard a job, and batches of
