@@ -9,7 +9,6 @@ MAX_DOC_CHARS = corpus_cfg.max_doc_chars(config)
 # reads them (a params function of a rule whose input `raw` lists raw files).
 ID_ROOT = lambda wildcards, input: corpus_cfg.id_root(config, input.raw)
 ON_DAMAGED_FILE = corpus_cfg.damaged_file_policy(config)
-RAW_SHARD_FILES = lambda wildcards: SHARD_FILES[wildcards.shard]
 # Selection pools besides `full` (the tokenized shards): each cut shard by shard into pool
 # shards `{shard}__{pool}` (selectlab.corpus.pools; corpus.pools in the config).
 POOLS = list(corpus_cfg.pool_settings(config))
