@@ -150,6 +150,12 @@ def test_the_paper_plan_costs_every_stage_with_the_hand_computed_pretraining():
                                                                                abs=1e-3)
     probes = jobs[jobs["job"].str.startswith("probe mates")]
     assert len(probes) == 4 and (probes["jobs"] == 8).all()  # stages 2-5, 8 jobs each
+    raters = jobs[jobs["stage"] == "rater training"].set_index("item")
+    # QuRating Table 6: a separate setup trains four models, each reading every text.
+    assert raters.loc["qurater_separate_scratch", "flops"] == pytest.approx(
+        4 * raters.loc["qurater_multitask_scratch", "flops"])
+    assert raters.loc["qurater_multitask_scratch", "flops"] == pytest.approx(
+        raters.loc["qurater", "flops"])
     table2 = frames["table2"].set_index("item")
     assert table2.filter(like="pre-training llama_1b3", axis=0)["ratio"].iloc[0] == 1.0
     assert stages.loc["all", "flops"] == pytest.approx(jobs["total_flops"].sum())

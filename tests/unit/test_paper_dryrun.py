@@ -192,8 +192,11 @@ def test_metarater_proxies_are_planned_per_search(plan):
 
 
 def test_gpu_work_asks_for_gpus_and_cpu_work_does_not(plan):
-    # FineWeb-Edu, WanjuanCC: wrapped public; DataMan's three versions (appendix B.2) each train
-    trained_raters = {"qurater", "dataman", "dataman_score", "dataman_domain", "prrc"}
+    # FineWeb-Edu, WanjuanCC: wrapped public; DataMan's three versions (appendix B.2) and
+    # QuRating Table 6's four QuRater setups each train
+    trained_raters = {"qurater", "qurater_separate_pretrained", "qurater_multitask_scratch",
+                      "qurater_separate_scratch", "dataman", "dataman_score", "dataman_domain",
+                      "prrc"}
     seen = Counter()
     for job in plan.jobs:
         if job.rule in GPU_RULES:
@@ -207,7 +210,7 @@ def test_gpu_work_asks_for_gpus_and_cpu_work_does_not(plan):
             gpu = False
         assert asks_for_gpus(job) == gpu, (job.rule, job.wildcards, job.resources)
         seen[job.rule, gpu] += 1
-    assert seen["judge", True] == 3 and seen["train_rater", True] == 5
+    assert seen["judge", True] == 3 and seen["train_rater", True] == 8
     # Six model families of the full pool (DataMan rates DataPajama only) and MATES's four
     # influence families (stages 2-5) per shard; the other pools' shards in annotate_pool.
     assert seen["annotate", True] == (6 + 4) * 3 and seen["annotate", False] == 2 * 3

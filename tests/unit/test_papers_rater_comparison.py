@@ -1,5 +1,6 @@
-"""QuRating Table 6: the run's QuRater fills the row of how it was trained, from its own metrics;
-the setups it does not train say "not run", in the table, the comparison and the claims."""
+"""QuRating Table 6: the run's QuRater fills the row of how it was trained, from its own metrics,
+and each setup of `raters.qurater.setups` fills its own; the setups it does not train say
+"not run", in the table, the comparison and the claims."""
 
 from __future__ import annotations
 
@@ -44,23 +45,47 @@ ACCURACY = {"writing_style": 0.9, "facts_and_trivia": 0.85, "educational_value":
             "required_expertise": 0.8}
 
 
-def cells_of(config: dict, record: dict | None) -> tuple[dict, pd.DataFrame]:
+def cells_of(config: dict, record: dict | None,
+             others: dict | None = None) -> tuple[dict, pd.DataFrame]:
     plan = paper_plan(config)
     plan = plan | {"tables": [], "protocols": {}}  # Table 6 alone: no model results needed
-    return plan, build_cells(plan, {}, {}, raters={"qurater": record})
+    return plan, build_cells(plan, {}, {}, raters={"qurater": record} | (others or {}))
+
+
+def with_setups(config: dict, setups: dict) -> dict:
+    config = copy.deepcopy(config)
+    config["raters"]["qurater"]["setups"] = setups
+    return config
+
+
+SCRATCH = {"train_backbone": True, "epochs": 2, "lr": 1.0e-4}
 
 
 def test_plan_reads_the_qurater_metrics_and_names_the_trained_setup():
     plan = paper_plan(EMBEDDED)
     assert plan["rater_tables"] == [{
-        "name": "qurating_table6", "rater": "qurater", "trained": "qurater_multitask_pretrained",
+        "name": "qurating_table6", "rater": "qurater",
+        "trained": {"qurater_multitask_pretrained": "qurater"},
         "criteria": ["writing_style", "facts_and_trivia", "educational_value",
                      "required_expertise"]}]
     assert result_inputs(plan, "results/x")[-1] == "results/x/raters/qurater/metrics.json"
     assert "qurating_table6" in report_plan(EMBEDDED).numbered_tables
     scratch = copy.deepcopy(EMBEDDED)
     scratch["raters"]["qurater"]["backbone"] = "random_encoder"
-    assert paper_plan(scratch)["rater_tables"][0]["trained"] == "qurater_multitask_scratch"
+    assert paper_plan(scratch)["rater_tables"][0]["trained"] == {
+        "qurater_multitask_scratch": "qurater"}
+    every = with_setups(EMBEDDED, {"separate_pretrained": {}, "multitask_scratch": SCRATCH,
+                                   "separate_scratch": SCRATCH})
+    plan = paper_plan(every)
+    assert plan["rater_tables"][0]["trained"] == {
+        "qurater_multitask_pretrained": "qurater",
+        "qurater_separate_pretrained": "qurater_separate_pretrained",
+        "qurater_multitask_scratch": "qurater_multitask_scratch",
+        "qurater_separate_scratch": "qurater_separate_scratch"}
+    assert result_inputs(plan, "results/x")[-4:] == [
+        f"results/x/raters/{r}/metrics.json" for r in (
+            "qurater", "qurater_separate_pretrained", "qurater_multitask_scratch",
+            "qurater_separate_scratch")]
     untrained = copy.deepcopy(EMBEDDED)
     del untrained["raters"]["qurater"]
     with pytest.raises(ValueError, match="table6 compares QuRater"):
@@ -114,6 +139,23 @@ def test_claims_about_untrained_setups_are_not_run_and_the_hardest_criterion_is_
     assert verdicts["qurating_qurater_educational_value_hardest"] == NOT_REPRODUCED
 
 
+def test_every_trained_setup_fills_its_row_and_its_claims_are_judged():
+    config = with_setups(EMBEDDED, {"separate_pretrained": {}, "multitask_scratch": SCRATCH})
+    worse = {c: a - 0.2 for c, a in ACCURACY.items()}
+    others = {"qurater_separate_pretrained": qurater_record(ACCURACY | {"writing_style": 0.5}),
+              "qurater_multitask_scratch": qurater_record(worse)}
+    plan, cells = cells_of(config, qurater_record(ACCURACY), others)
+    rows = all_paper_tables(plan, cells)["qurating_table6"].set_index("QuRater training")
+    assert rows.loc["Separate models, from a pre-trained model", "Writing Style"] == "50.0 ± 4.9"
+    assert rows.loc["Multi-task, from scratch", "Educational Value"] == "40.0 ± 4.8"
+    assert set(rows.loc["Separate models, from scratch"]) == {"not run"}
+    verdicts = judge_claims(TABLE6_CLAIMS, cells, "different scale").set_index("id")["verdict"]
+    # Pre-trained beats scratch by 20 points on every criterion, 400 pairs each.
+    assert verdicts["qurating_qurater_pretrained_init_helps"] == REPRODUCED
+    # Multi-task ahead on writing style (90 vs 50), level on the rest: the claim needs one.
+    assert verdicts["qurating_qurater_multitask_not_worse"] == REPRODUCED
+
+
 def test_published_table6_names_its_rows_but_carries_no_numbers():
     paths = list((REPO / "config" / "published").glob("*.csv"))
     assert "qurating_table6" not in set(read_published(paths)["table"])
@@ -132,3 +174,6 @@ def test_rater_records_are_read_from_the_run(tmp_path):
     (path / "metrics.json").write_text('{"rater": "qurater", "metrics": {}}')
     assert read_rater_records(str(tmp_path), plan) == {"qurater": {"rater": "qurater",
                                                                     "metrics": {}}}
+    plan = paper_plan(with_setups(EMBEDDED, {"separate_pretrained": None}))
+    assert set(read_rater_records(str(tmp_path), plan)) == {"qurater",
+                                                           "qurater_separate_pretrained"}

@@ -43,6 +43,11 @@ def train(args) -> dict:
             from selectlab.raters.dataman_generative import train_generative
 
             record = train_generative(args.labels, params, out_dir, **common)
+        elif params.get("separate"):
+            from selectlab.raters.separate import train_separate_raters
+
+            record = train_separate_raters(rater, args.labels, params, out_dir,
+                                           tokenizer_dir=args.tokenizer, **common)
         else:
             from selectlab.raters.build import train_head_rater
 
@@ -85,7 +90,8 @@ def register(stages) -> None:
     actions = parser.add_subparsers(dest="action", required=True)
     p = add_action(actions, "train", train, "train one rater (or wrap a public classifier)")
     p.add_argument("--rater", required=True,
-                   help="qurater, dataman (or dataman_<version>), prrc, fineweb_edu, wanjuan")
+                   help="qurater (or qurater_<setup>), dataman (or dataman_<version>), prrc, "
+                        "fineweb_edu, wanjuan")
     p.add_argument("--params", type=json_arg, required=True, help="resolved raters.<rater>")
     p.add_argument("--throughput", type=json_arg, default={},
                    help="forward_batch_size (speed only, kept out of the params)")

@@ -64,8 +64,8 @@ def rater_rows(paths: Sequence[str | Path]) -> list[dict]:
     rows = []
     for path in paths:
         record = read_json(path)
-        rows.append(cost_row(RATER_TRAINING, record["rater"], "", f"train {record['rater']}",
-                             record.get("cost")))
+        name = record.get("name", record["rater"])  # dataman_score, qurater_separate_scratch
+        rows.append(cost_row(RATER_TRAINING, name, "", f"train {name}", record.get("cost")))
     return rows
 
 

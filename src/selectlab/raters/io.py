@@ -156,7 +156,8 @@ def backbone_record(spec: BackboneSpec, backbone: Backbone, *, trained: bool,
     record = {"source": spec.source, "label": backbone.label, "window": spec.window,
               "pool_layers": list(spec.pool_layers), "dtype": spec.dtype,
               "causal": backbone.causal, "trained": trained, "saved": saved,
-              "random_encoder": vars(spec.random_encoder), "seed": spec.seed}
+              "random_encoder": vars(spec.random_encoder), "seed": spec.seed,
+              "from_scratch": spec.from_scratch}
     if not saved:
         record["feature_key"] = json.dumps(
             {k: record[k] for k in ("source", "window", "pool_layers", "dtype")}, sort_keys=True)
@@ -180,7 +181,7 @@ def spec_from_record(record: dict) -> BackboneSpec:
     return BackboneSpec(source=record["source"], window=record["window"],
                         pool_layers=tuple(record["pool_layers"]), dtype=record["dtype"],
                         random_encoder=RandomEncoderShape(**record["random_encoder"]),
-                        seed=record["seed"])
+                        seed=record["seed"], from_scratch=record.get("from_scratch", False))
 
 
 def load_head_rater(rater_dir: Path, card: dict, device: str,

@@ -29,4 +29,7 @@ def load_rater(rater_dir: str | Path, *, gpus: int = 0, forward_batch_size: int 
         from selectlab.raters.dataman_generative import GenerativeDataManRater
 
         return GenerativeDataManRater.from_card(rater_dir, card, gpus)
+    if kind == "separate":
+        raise ValueError(f"{rater_dir} holds QuRating Table 6's separate models, one per "
+                         f"criterion: load one of them, {sorted(card['parts'].values())}")
     raise ValueError(f"{rater_dir}: unknown rater kind {kind!r}")

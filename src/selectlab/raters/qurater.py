@@ -64,6 +64,12 @@ def pair_data(labels: pd.DataFrame, criteria: tuple[str, ...]) -> tuple[PairData
     return data, dropped
 
 
+def judged_pairs(labels: pd.DataFrame) -> np.ndarray:
+    """The keys of every pair with a judge probability on any criterion."""
+    judged = labels[labels["p_b_better"].notna()]
+    return np.unique(pair_keys(judged["doc_a"].astype(str), judged["doc_b"].astype(str)))
+
+
 def pair_keys(doc_a: pd.Series, doc_b: pd.Series) -> np.ndarray:
     """One key per unordered pair of documents: (a, b) and (b, a) are the same pair."""
     return np.array([f"{a}|{b}" if a <= b else f"{b}|{a}"
@@ -116,10 +122,14 @@ class PairwiseObjective:
         return float(np.mean(accuracies)) if accuracies else float("nan")
 
 
-def split_pairs(data: PairData, heldout_fraction: float,
-                seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """(training rows, held-out rows): whole pairs to one side, `heldout_fraction` of pairs."""
-    keys = np.unique(data.pair_key)
+def split_pairs(data: PairData, heldout_fraction: float, seed: int,
+                universe: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(training rows, held-out rows): whole pairs to one side, `heldout_fraction` of pairs.
+
+    The pairs are drawn from `universe` (every judged pair, default the data's own), so raters
+    of fewer criteria (QuRating Table 6's separate models) hold out the same pairs as the
+    multi-task rater trained on all of them."""
+    keys = np.unique(data.pair_key if universe is None else universe)
     rng = np.random.default_rng(seed)
     held = set(rng.choice(keys, size=int(round(len(keys) * heldout_fraction)), replace=False))
     is_held = np.array([k in held for k in data.pair_key], dtype=bool)

@@ -4,7 +4,9 @@ Plain dict functions without torch: the workflow imports them while it builds th
 `raters.defaults` applies to every rater and each rater's own entry overrides it; a rater is
 trained only when the config has an entry for it. DataMan's `versions` (DataMan appendix B.2:
 all-rating, score-only, domain-only) are trained in the same run, one job each: the `version`
-that annotates as `dataman`, every other one as `dataman_<version>`. The resolved parameters go
+that annotates as `dataman`, every other one as `dataman_<version>`. QuRating Table 6's
+`setups` (appendix B.2) likewise train as `qurater_<setup>` beside the `qurater` that
+annotates, each over `raters.qurater` with its own overrides. The resolved parameters go
 to the job as JSON, so changing one rater's settings reruns that rater only, and their hash goes
 on the card.
 """
@@ -15,7 +17,16 @@ import hashlib
 import json
 
 from selectlab import layout
-from selectlab.raters.spec import PROTOCOL, RATERS, base_rater, dataman_instance
+from selectlab.raters.spec import (
+    PROTOCOL,
+    QURATER_SETUPS,
+    RANDOM_ENCODER,
+    RATERS,
+    base_rater,
+    dataman_instance,
+    qurater_instance,
+    qurater_setup_of,
+)
 from selectlab.resources import job_shape, schema_default
 
 # How fast a job runs, not what it learns: passed apart from the params (`--throughput`), so
@@ -45,8 +56,29 @@ def dataman_versions(config: dict) -> tuple[str, list[str]]:
     return annotating, versions
 
 
+def qurater_setup(params: dict) -> str:
+    """The QuRating Table 6 setup resolved QuRater params train: multi-task or separate
+    models, from a pre-trained model or from scratch (random weights, or the random encoder)."""
+    scratch = params.get("from_scratch", False) or params.get("backbone") == RANDOM_ENCODER
+    return (f"{'separate' if params.get('separate') else 'multitask'}_"
+            f"{'scratch' if scratch else 'pretrained'}")
+
+
+def qurater_setups(config: dict) -> tuple[str, list[str]]:
+    """(the setup of the `qurater` that annotates, the other Table 6 setups the run trains)."""
+    section = config.get("raters") or {}
+    entry = section.get("qurater") or {}
+    annotating = qurater_setup(dict(section.get("defaults") or {}) | entry)
+    others = [s for s in QURATER_SETUPS if s in (entry.get("setups") or {})]
+    if annotating in others:
+        raise ValueError(f"raters.qurater.setups.{annotating} is the setup raters.qurater "
+                         "itself trains (the one that annotates): leave it out of `setups`")
+    return annotating, others
+
+
 def configured_raters(config: dict) -> list[str]:
-    """Every rater the run trains, DataMan's extra versions as `dataman_<version>`."""
+    """Every rater the run trains, DataMan's extra versions as `dataman_<version>` and
+    QuRating Table 6's other setups as `qurater_<setup>`."""
     section = config.get("raters") or {}
     names = []
     for name in RATERS:
@@ -55,7 +87,31 @@ def configured_raters(config: dict) -> list[str]:
             if name == "dataman":
                 annotating, versions = dataman_versions(config)
                 names += [dataman_instance(v, annotating) for v in versions if v != annotating]
+            if name == "qurater":
+                names += [qurater_instance(s) for s in qurater_setups(config)[1]]
     return names
+
+
+def _qurater_setup_params(config: dict, merged: dict, rater: str) -> dict:
+    """A `qurater_<setup>` instance: raters.qurater with the setup's overrides, training
+    separate models (one per criterion) or from scratch as its name says (QuRating B.2)."""
+    setup = qurater_setup_of(rater)
+    if setup not in qurater_setups(config)[1]:
+        raise ValueError(f"{rater!r} is not a trained QuRater setup: raters.qurater.setups "
+                         f"lists {qurater_setups(config)[1]}")
+    merged |= config["raters"]["qurater"]["setups"][setup] or {}
+    separate, scratch = setup.split("_")
+    if separate == "separate":
+        merged["separate"] = True
+    if scratch == "scratch":
+        merged["from_scratch"] = True
+        if not merged.get("train_backbone"):
+            raise ValueError(f"raters.qurater.setups.{setup}: a QuRater from scratch learns its "
+                             "backbone's weights, so it needs train_backbone: true")
+    elif merged.get("backbone") == RANDOM_ENCODER:
+        raise ValueError(f"raters.qurater.setups.{setup} starts from a pre-trained model: give "
+                         "it a `backbone` other than random_encoder")
+    return merged
 
 
 def _merged(config: dict, rater: str) -> dict:
@@ -64,6 +120,10 @@ def _merged(config: dict, rater: str) -> dict:
     if base not in section:
         raise ValueError(f"rater {base!r} has no entry under `raters:` in the config")
     merged = dict(section.get("defaults") or {}) | dict(section[base] or {})
+    if base == "qurater":
+        merged.pop("setups", None)
+        if rater != base:
+            merged = _qurater_setup_params(config, merged, rater)
     if base == "dataman":
         merged.pop("versions", None)
         if rater != base:
@@ -96,7 +156,7 @@ def rater_params(config: dict, rater: str) -> dict:
     if missing:
         raise ValueError(f"raters.{rater} ({kind}) lacks {missing} (in its entry or in "
                          "raters.defaults)")
-    if rater == "qurater" and "confident_margin" not in params:
+    if base_rater(rater) == "qurater" and "confident_margin" not in params:
         raise ValueError("raters.qurater needs confident_margin")
     return params
 
@@ -109,13 +169,15 @@ def resolve_throughput(config: dict, rater: str) -> dict:
 
 
 def resources(config: dict, rater: str) -> dict:
-    """The training job's shape: the rater's `resources` over those of `defaults`, key by key,
-    over the schema's default."""
+    """The training job's shape: a QuRater setup's `resources` over the rater's, over those of
+    `defaults`, key by key, over the schema's default."""
     section = config.get("raters") or {}
     _merged(config, rater)  # checks the rater
+    entry = section[base_rater(rater)] or {}
+    setup = (entry.get("setups") or {}).get(qurater_setup_of(rater)) or {}
     return job_shape(schema_default("raters.schema.yaml", "$defs", "resources"),
-                     (section.get("defaults") or {}).get("resources"),
-                     (section[base_rater(rater)] or {}).get("resources"))
+                     (section.get("defaults") or {}).get("resources"), entry.get("resources"),
+                     setup.get("resources"))
 
 
 def uses_pretrained(config: dict, rater: str) -> bool:
@@ -139,7 +201,7 @@ def tokenizer_inputs(config: dict, root: str, rater: str) -> list[str]:
 def needs_tokenizer(config: dict, rater: str) -> bool:
     """A random-init encoder reads with the run's tokenizer."""
     return rater_kind(config, rater) == "heads" and _merged(config, rater).get("backbone") == (
-        "random_encoder")
+        RANDOM_ENCODER)
 
 
 def labels_input(config: dict, run_dir: str, rater: str) -> list[str]:

@@ -7,6 +7,9 @@ Five raters, one per score family of docs/layout.md:
   B.2 trains three versions: all-rating (every head), score-only (the Overall Score) and
   domain-only (the domain); a run may train several, the extra ones as `dataman_score`,
   `dataman_domain` or `dataman_all` beside the `dataman` that annotates.
+  QuRating Table 6 (appendix B.2) compares the multi-task QuRater with separate models per
+  criterion, each from a pre-trained model or from scratch; a run may train the setups the
+  annotating `qurater` is not, as `qurater_<setup>` (never annotating).
 - `prrc` (Meta-rater): four six-way ratings (0-5): professionalism, readability, reasoning,
   cleanliness.
 - `fineweb_edu` (FineWeb-Edu's educational classifier, as Meta-rater uses it): one regression
@@ -35,6 +38,11 @@ DOMAIN = "domain"
 DATAMAN_RATINGS = tuple(dataman.CRITERIA)  # the 13 criteria and overall_score, paper's order
 DATAMAN_SCORES = (1, 2, 3, 4, 5)
 DATAMAN_VERSIONS = ("all", "score", "domain")
+RANDOM_ENCODER = "random_encoder"  # a backbone: a small BERT initialised from a seed
+# QuRating Table 6's rows (appendix B.2): multi-task or separate models, from a pre-trained
+# model or from scratch, in the paper's order.
+QURATER_SETUPS = ("multitask_pretrained", "separate_pretrained", "multitask_scratch",
+                  "separate_scratch")
 OVERALL = "overall_score"
 PRRC_SCORES = tuple(range(prrc.MAX_POINTS + 1))
 
@@ -80,14 +88,29 @@ def dataman_instance(version: str, annotating: str) -> str:
     return "dataman" if version == annotating else f"dataman_{version}"
 
 
+def qurater_instance(setup: str) -> str:
+    """The rater name a QuRating Table 6 setup trains under when it does not annotate."""
+    return f"qurater_{setup}"
+
+
+def qurater_setup_of(name: str) -> str | None:
+    """The Table 6 setup of a `qurater_<setup>` instance (None for any other name)."""
+    setup = name.removeprefix("qurater_")
+    return setup if name.startswith("qurater_") and setup in QURATER_SETUPS else None
+
+
 def base_rater(name: str) -> str:
-    """The rater a trained instance is: `dataman_score` -> `dataman`."""
+    """The rater a trained instance is: `dataman_score` -> `dataman`, `qurater_separate_scratch`
+    -> `qurater`."""
     if name in RATERS:
         return name
     if name.startswith("dataman_") and name.removeprefix("dataman_") in DATAMAN_VERSIONS:
         return "dataman"
-    raise ValueError(f"unknown rater {name!r}; known: {list(RATERS)} and dataman_<version> for "
-                     f"the versions {list(DATAMAN_VERSIONS)}")
+    if qurater_setup_of(name):
+        return "qurater"
+    raise ValueError(f"unknown rater {name!r}; known: {list(RATERS)}, dataman_<version> for "
+                     f"the versions {list(DATAMAN_VERSIONS)} and qurater_<setup> for the "
+                     f"setups {list(QURATER_SETUPS)}")
 
 
 def probability_columns(head: Head) -> list[str]:
