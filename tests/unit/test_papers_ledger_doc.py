@@ -53,3 +53,31 @@ def test_rewrite_replaces_only_the_table(tmp_path):
     assert text.startswith(f"# top\n\n{D.BEGIN}\n| claim |") and text.endswith("## after\n")
     assert "| stale |" not in text
     assert D.readme_block(text) == D.claims_table(D.ledger_claims(tmp_path))
+
+
+def test_demo_block_shows_a_runs_verdicts_with_its_time_scale_and_notes(tmp_path):
+    import pandas as pd
+
+    from selectlab.papers import demo_doc
+    from selectlab.papers.claims import CLAIM_COLUMNS
+    from selectlab.report.table_files import write_table
+
+    tables = tmp_path / "claims_demo" / "tables"
+    tables.mkdir(parents=True)
+    rows = [["a", "QuRating", "T1", "x", "reproduced", "1 of 1 run", "u > v: 2.00 vs 1.00, "
+             "diff +1.00 [+0.50, +1.50] -> reproduced", "replicates", "different scale"],
+            ["b", "DataMan", "T1", "y", "not run", "0 of 2 run", "p | q: not run", "",
+             "different scale"]]
+    write_table(pd.DataFrame(rows, columns=CLAIM_COLUMNS), tables / "claims.csv",
+                tables / "claims.md", ["SIMULATED judge: labels from the corpus's damage."])
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# top\n{demo_doc.BEGIN}\nstale\n{demo_doc.END}\nafter\n")
+    demo_doc.main([str(readme), str(tmp_path / "claims_demo"), "--minutes", "83.4",
+                   "--commit", "abc1234"])
+    block = D.readme_block(readme.read_text(), demo_doc.BEGIN, demo_doc.END)
+    assert block.splitlines()[0] == ("`claims_demo` at commit abc1234, 83 minutes on 2 cores "
+                                     "(different scale): reproduced 1, not run 1.")
+    assert demo_doc.block_claims(block) == ["a", "b"]
+    assert "| `b` | not run | 0 of 2 run | p \\| q: not run |" in block  # pipes escaped
+    assert "- SIMULATED judge: labels from the corpus's damage." in block
+    assert readme.read_text().endswith(f"{demo_doc.END}\nafter\n") and "stale" not in block

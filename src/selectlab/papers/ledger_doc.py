@@ -99,21 +99,25 @@ def ledger_claims(repo: Path) -> list[Claim]:
                        repo / "config" / "schema" / "claims.schema.yaml")
 
 
-def readme_block(text: str) -> str:
-    """The README's current claims table (between the markers); an error if they are absent."""
-    if BEGIN not in text or END not in text:
-        raise ValueError(f"README.md lacks the claims table markers {BEGIN!r} ... {END!r}")
-    return text.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n")
+def readme_block(text: str, begin: str = BEGIN, end: str = END) -> str:
+    """The README's current block between two markers; an error if they are absent."""
+    if begin not in text or end not in text:
+        raise ValueError(f"README.md lacks the markers {begin!r} ... {end!r}")
+    return text.split(begin, 1)[1].split(end, 1)[0].strip("\n")
+
+
+def replace_block(readme: Path, body: str, begin: str = BEGIN, end: str = END) -> None:
+    """Replace what lies between the markers of `readme` by `body`."""
+    text = readme.read_text(encoding="utf-8")
+    readme_block(text, begin, end)  # the markers are there
+    head, rest = text.split(begin, 1)
+    tail = rest.split(end, 1)[1]
+    readme.write_text(f"{head}{begin}\n{body}\n{end}{tail}", encoding="utf-8")
 
 
 def rewrite(readme: Path) -> None:
-    """Replace the table between the markers of `readme` (the repository's README.md)."""
-    text = readme.read_text(encoding="utf-8")
-    readme_block(text)  # the markers are there
-    head, rest = text.split(BEGIN, 1)
-    tail = rest.split(END, 1)[1]
-    table = claims_table(ledger_claims(readme.resolve().parent))
-    readme.write_text(f"{head}{BEGIN}\n{table}\n{END}{tail}", encoding="utf-8")
+    """Replace the claims table of `readme` (the repository's README.md) from the ledger."""
+    replace_block(readme, claims_table(ledger_claims(readme.resolve().parent)))
 
 
 if __name__ == "__main__":
