@@ -136,11 +136,12 @@ def pool_sidecars(attributes_dir: str | Path, ready_file: str | Path,
     """The meta sidecars of the shards a pool's ready file lists (selectlab.corpus.pools) and
     each family's sidecars of them, under `attributes_dir`; a missing one is an error."""
     from selectlab.corpus.pools import listed_shards
+    from selectlab.selection.pool import sidecar_path
 
     shards = listed_shards(ready_file)
-    attributes = Path(attributes_dir)
-    meta = [attributes / "meta" / f"{shard}.parquet" for shard in shards]
-    sidecars = [attributes / family / f"{shard}.parquet" for family in families for shard in shards]
+    meta = [sidecar_path(attributes_dir, "meta", shard) for shard in shards]
+    sidecars = [sidecar_path(attributes_dir, family, shard) for family in families
+                for shard in shards]
     missing = [str(path) for path in meta + sidecars if not path.exists()]
     if missing:
         raise FileNotFoundError(f"{len(missing)} sidecars of the pool listed in {ready_file} "
