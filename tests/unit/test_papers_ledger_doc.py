@@ -81,3 +81,15 @@ def test_demo_block_shows_a_runs_verdicts_with_its_time_scale_and_notes(tmp_path
     assert "| `b` | not run | 0 of 2 run | p \\| q: not run |" in block  # pipes escaped
     assert "- SIMULATED judge: labels from the corpus's damage." in block
     assert readme.read_text().endswith(f"{demo_doc.END}\nafter\n") and "stale" not in block
+
+
+def test_readme_demo_block_shows_only_claims_the_ledger_has_labelled_with_its_judge():
+    from selectlab.papers import demo_doc
+
+    block = D.readme_block((REPO / "README.md").read_text(encoding="utf-8"), demo_doc.BEGIN,
+                           demo_doc.END)
+    ledger = [c.id for c in D.ledger_claims(REPO)]
+    assert demo_doc.block_claims(block) == ledger, (
+        "README.md's claims demo block names claims the ledger no longer has, or misses some: "
+        "rerun the demo and `python -m selectlab.papers.demo_doc`")
+    assert "(different scale)" in block.splitlines()[0] and "SIMULATED judge" in block
