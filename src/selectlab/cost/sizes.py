@@ -14,6 +14,7 @@ from selectlab.flops import (
     preset_shape,
     training_flops,
 )
+from selectlab.raters.spec import RANDOM_ENCODER
 
 CHARS_PER_TOKEN = 4  # English text in BPE tokens, for sizes known only in characters
 # Models the offline configs run, by name (counted from their public configurations).
@@ -75,7 +76,7 @@ class Sizes:
 
     def shape(self, model: str, context: int) -> ModelShape:
         """A model named by path or offline name; its parameters without the input embedding."""
-        if model == "random_encoder":
+        if model == RANDOM_ENCODER:
             from selectlab.raters.backbone import RandomEncoderShape
 
             s = RandomEncoderShape()

@@ -108,8 +108,7 @@ def fit_influence_model(probe_paths: Sequence[str | Path], params: dict, out_dir
     backbone.eval()
     card = {"format": FORMAT_VERSION, "kind": "heads", "rater": RATER, "family": RATER,
             "protocol": "oracle influence (MATES probes)", "heads": heads_record(heads),
-            "backbone": backbone_record(spec, backbone, trained=trainable,
-                                        saved=trainable or spec.source == "random_encoder"),
+            "backbone": backbone_record(spec, backbone, trained=trainable),
             "target": {"column": COLUMN, "mean": mean, "sd": sd,
                        "unit": "standard deviations of the stage's oracle influence"},
             "training": {"probes": int(len(probes)), "train_probes": int(len(train)),

@@ -31,7 +31,7 @@ from selectlab.raters.io import (
     metrics_record,
     save_head_rater,
 )
-from selectlab.raters.spec import PROTOCOL, RANDOM_ENCODER, dataman_version_heads, heads
+from selectlab.raters.spec import PROTOCOL, dataman_version_heads, heads
 from selectlab.raters.throughput import measured, throughput_record
 from selectlab.raters.train import TrainSettings, fit_frozen, fit_full, split_validation
 
@@ -186,8 +186,7 @@ def train_head_rater(rater: str, labels_path: str | Path, params: dict, out_dir:
         "version": params.get("version", "all") if rater == "dataman" else None,
         "family": rater,
         "protocol": PROTOCOL[rater], "heads": heads_record(rater_heads),
-        "backbone": backbone_record(spec, backbone, trained=trainable,
-                                    saved=trainable or spec.source == RANDOM_ENCODER),
+        "backbone": backbone_record(spec, backbone, trained=trainable),
         "training": prepared.summary | {"history": history.as_dict(),
                                         "settings": vars(settings)},
         "config_hash": config_hash, "params": params,

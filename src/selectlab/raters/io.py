@@ -34,6 +34,7 @@ from selectlab.raters.spec import (
     CLASSES,
     DOMAIN,
     MISSING_REASON,
+    RANDOM_ENCODER,
     STATUS,
     Head,
     sidecar_columns,
@@ -151,8 +152,11 @@ class HeadRater(Rater):
         return self.score_features(*self.features(texts))
 
 
-def backbone_record(spec: BackboneSpec, backbone: Backbone, *, trained: bool,
-                    saved: bool) -> dict:
+def backbone_record(spec: BackboneSpec, backbone: Backbone, *, trained: bool) -> dict:
+    """What the card says of the backbone. Its weights are saved with the rater whenever they
+    are the rater's own: fine-tuned, or drawn from a seed (the random encoder, from scratch);
+    a frozen public backbone is only named."""
+    saved = trained or spec.source == RANDOM_ENCODER or spec.from_scratch
     record = {"source": spec.source, "label": backbone.label, "window": spec.window,
               "pool_layers": list(spec.pool_layers), "dtype": spec.dtype,
               "causal": backbone.causal, "trained": trained, "saved": saved,
