@@ -4,7 +4,7 @@ import sys
 
 from snakemake.utils import min_version
 
-from selectlab import layout
+from selectlab import layout, variant_subset
 from selectlab.config_errors import validate
 from selectlab.crossref import check_config
 from selectlab.lifecycle import RERUN_ADVICE, export_supervisor
@@ -34,6 +34,9 @@ validate(
     "a variant of a grid",
 )
 config["variants"] = grids.expand_variants(config["variants"])
+# A ladder rung keeps some of its base config's rows (selectlab.variant_subset).
+config.update(variant_subset.keep_variants(config))
+config.pop(variant_subset.KEY, None)
 # Names and sizes the config refers to, grid variants included, before any job is planned.
 check_config(config, layout.run_dir(config["run"]))
 # Jobs started from here stop if this process is killed (selectlab.lifecycle).

@@ -23,6 +23,7 @@ from selectlab.commands import (
     judge,
     mates,
     papers,
+    plan,
     pretrain,
     raters,
     report,
@@ -31,7 +32,7 @@ from selectlab.commands import (
 )
 
 STAGES = [corpus, tokens, judge, raters, annotate, analysis, select, mates, pretrain, evaluate,
-          papers, instruct, report, cost, config]
+          papers, instruct, report, cost, config, plan]
 
 
 def build_parser() -> argparse.ArgumentParser:

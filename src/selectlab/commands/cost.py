@@ -44,13 +44,14 @@ def table(args) -> dict:
 def plan(args) -> dict:
     import yaml
 
-    from selectlab.config import load_config
+    from selectlab.config import load_workflow_config
     from selectlab.cost.plan import plan_frames
     from selectlab.cost.tables import with_decimals
     from selectlab.report.table_files import write_table
 
-    config = args.params if args.params is not None else load_config(args.config)
-    source = args.config or f"the config of run {config['run']}"
+    config = (args.params if args.params is not None
+              else load_workflow_config(args.config, args.schema_dir))
+    source = " + ".join(args.config or []) or f"the config of run {config['run']}"
     throughput = yaml.safe_load(Path(args.throughput).read_text())
     frames = plan_frames(config, throughput)
     out = Path(args.out_dir)
@@ -84,7 +85,9 @@ def register(stages) -> None:
     p.add_argument("--out-dir", required=True)
     p = add_action(actions, "plan", plan, "estimate a config's FLOPs and GPU-hours per job")
     given = p.add_mutually_exclusive_group(required=True)
-    given.add_argument("--config", help="a config file (by hand)")
+    given.add_argument("--config", nargs="+",
+                       help="config files, later ones merged into earlier (by hand)")
     given.add_argument("--params", type=json_arg, help="the resolved config as JSON (workflow)")
     p.add_argument("--throughput", required=True, help="GPU throughput file of the profile")
+    p.add_argument("--schema-dir", default="config/schema", help="with --config")
     p.add_argument("--out-dir", required=True)

@@ -288,15 +288,18 @@ def instruct_jobs(config: dict, sizes: Sizes, throughput: dict) -> list[PlannedJ
 
 
 def all_jobs(config: dict, throughput: dict) -> list[PlannedJob]:
+    from selectlab.replicates import replicate_names
     from selectlab.selection.mates_stages import mates_stage_names, mates_variants
     from selectlab.selection.resolve import parse_proxy_name
 
     sizes = Sizes(config)
     variants = list(config["variants"])
     staged = mates_variants(config)
-    parent = {stage: name for name in staged for stage in mates_stage_names(config, name)}
-    trained = [stage for name in variants
-               for stage in (mates_stage_names(config, name) if name in staged else [name])]
+    # Every replicate trains and is evaluated like its variant (selectlab.replicates).
+    runs = {run: name for name in variants for run in replicate_names(config, name)}
+    parent = runs | {stage: name for name in staged for stage in mates_stage_names(config, name)}
+    trained = [stage for run, name in runs.items()
+               for stage in (mates_stage_names(config, name) if name in staged else [run])]
     proxies = proxies_trained(config)
     search = lambda name: parse_proxy_name(name)[0]  # noqa: E731
     return (judge_jobs(config, sizes, throughput) + rater_jobs(config, sizes, throughput)
@@ -307,4 +310,5 @@ def all_jobs(config: dict, throughput: dict) -> list[PlannedJob]:
             + pretraining_jobs(config, sizes, throughput, trained, PRETRAINING,
                                lambda name: parent.get(name, name))
             + instruct_jobs(config, sizes, throughput)
-            + evaluation_jobs(config, sizes, throughput, variants, EVALUATION, str, True))
+            + evaluation_jobs(config, sizes, throughput, list(runs), EVALUATION,
+                              lambda run: runs[run], True))
