@@ -23,7 +23,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import zstandard
 
 # Compressed bytes per decoder call: the precision of a corrupt offset, and (times the
 # compression ratio) what one call decodes into memory, so the reader's memory stays flat.
@@ -85,6 +84,8 @@ def _frames(handle, new_decoder, errors: tuple[type[Exception], ...]) -> Iterato
 
 
 def _zstd_decoder():
+    import zstandard  # imported where used: see selectlab.shards.write_documents
+
     return zstandard.ZstdDecompressor().decompressobj()
 
 
@@ -128,6 +129,8 @@ class DecodedLines:
 
     def _chunks(self, handle) -> Iterator[bytes]:
         if self.path.endswith(".zst"):
+            import zstandard
+
             return _frames(handle, _zstd_decoder, (zstandard.ZstdError,))
         if self.path.endswith(".gz"):
             return _frames(handle, _gzip_decoder, (zlib.error,))

@@ -29,8 +29,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import zstandard
-
 from selectlab.decode import Damage, DamagedFileError, DecodedLines, open_binary
 
 __all__ = ["Damage", "DamagedFileError", "open_binary"]
@@ -211,6 +209,9 @@ def atomic_path(path: str | Path):
 
 def write_documents(path: str | Path, documents: Iterable[Document], level: int = 10) -> int:
     """Write documents as zstd-compressed JSONL (atomically); returns the number written."""
+    import zstandard  # here, not at the top: the training loop imports this module on GPU
+    # nodes that may carry only torch and transformers (benchmarks/gpu_proof.sh)
+
     count = 0
     with atomic_path(path) as tmp, open(tmp, "wb") as raw:
         compressor = zstandard.ZstdCompressor(level=level)

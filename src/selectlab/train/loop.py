@@ -126,6 +126,20 @@ def build_model(preset: ModelPreset, tokenizer, s: TrainSettings, init_from: str
     return LlamaForCausalLM(config)
 
 
+def prepare_model(model, s: TrainSettings, launch: LaunchSettings, dist: Distributed):
+    """The model as it trains: each layer recomputed in backward if asked, on this process's
+    device, wrapped for DDP or FSDP."""
+    if launch.activation_checkpointing:
+        enable = getattr(model, "activation_checkpointing_enable", None)
+        if enable is not None:
+            enable(activation_checkpointing_kwargs={"use_reentrant": False})
+        else:  # transformers before 5 names it gradient checkpointing (a GPU node's own install)
+            model.gradient_checkpointing_enable(
+                gradient_checkpointing_kwargs={"use_reentrant": False})
+    return wrap_model(model.to(dist.device), dist, fsdp=launch.fsdp,
+                      mixed_precision=s.dtype == "bf16")
+
+
 def micro_steps(s: TrainSettings, launch: LaunchSettings, dist: Distributed) -> int:
     return s.global_batch_sequences // (launch.micro_batch_sequences * dist.world_size)
 
@@ -275,12 +289,7 @@ def pretrain(data_path: str | Path, tokenizer_dir: str | Path, preset: ModelPres
             print(f"discarded {dropped} checkpoint(s) of a run with other settings", flush=True)
     dist.barrier()
 
-    model = build_model(preset, tokenizer, s, init_from)
-    if launch.activation_checkpointing:
-        model.activation_checkpointing_enable(
-            activation_checkpointing_kwargs={"use_reentrant": False})
-    model = wrap_model(model.to(dist.device), dist, fsdp=launch.fsdp,
-                       mixed_precision=s.dtype == "bf16")
+    model = prepare_model(build_model(preset, tokenizer, s, init_from), s, launch, dist)
     run = Run(model, make_optimizer(model, s), s, launch, dist, Path(checkpoint_dir), hash_,
               total_steps)
     start_step, log_rows = run.resume()
