@@ -1,4 +1,4 @@
-"""The GPU proof: what one GPU does with the paper presets, in one short run (benchmarks/gpu_proof.sh).
+"""The GPU proof: what one GPU does with the paper presets, in one short run (gpu_proof.sh).
 
 Needs only torch, transformers and PyYAML (which transformers brings) beside this checkout's
 src/; nothing is downloaded, so weights are random (throughput and memory do not depend on
@@ -86,7 +86,13 @@ def training_run(preset: dict, vocab: int, seq_len: int, micro: int, checkpointi
 
     from selectlab.flops import preset_shape, training_flops
     from selectlab.train.distributed import setup_distributed
-    from selectlab.train.loop import LaunchSettings, Run, TrainSettings, make_optimizer, prepare_model
+    from selectlab.train.loop import (
+        LaunchSettings,
+        Run,
+        TrainSettings,
+        make_optimizer,
+        prepare_model,
+    )
     from selectlab.train.model import ModelPreset, llama_config
 
     shape = dict(preset, num_layers=layers or preset["num_layers"])
@@ -161,7 +167,8 @@ def small_tokenizer():
     vocab = {"<unk>": 0, "<s>": 1, "</s>": 2, "a": 3, "b": 4}
     core = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     core.pre_tokenizer = pre_tokenizers.Whitespace()
-    core.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
+    core.post_processor = processors.TemplateProcessing(single="<s> $A",
+                                                        special_tokens=[("<s>", 1)])
     return PreTrainedTokenizerFast(tokenizer_object=core, bos_token="<s>", eos_token="</s>",
                                    unk_token="<unk>", pad_token="</s>")
 

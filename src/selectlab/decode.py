@@ -23,7 +23,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-
 # Compressed bytes per decoder call: the precision of a corrupt offset, and (times the
 # compression ratio) what one call decodes into memory, so the reader's memory stays flat.
 BLOCK_BYTES = 1 << 14
