@@ -5,7 +5,6 @@ plans exactly its kept rows, three seeds each, with its proxies, and nothing of 
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections import Counter
@@ -16,7 +15,13 @@ import yaml
 
 from selectlab.config import load_workflow_config
 from selectlab.replicates import replicate_names
-from tests.unit.test_paper_dryrun import REPO, fake_slimpajama, paper_config, parse_jobs
+from tests.unit.test_paper_dryrun import (
+    REPO,
+    fake_slimpajama,
+    paper_config,
+    parse_jobs,
+    planning_env,
+)
 
 RUNGS = sorted((REPO / "config" / "ladder").glob("*.yaml"))
 
@@ -24,13 +29,7 @@ RUNGS = sorted((REPO / "config" / "ladder").glob("*.yaml"))
 def dry_run(tmp: Path, rung: Path):
     fake_slimpajama(tmp / "slimpajama")
     (tmp / "paper.yaml").write_text(yaml.safe_dump(paper_config(tmp), sort_keys=False))
-    (tmp / "report").symlink_to(REPO / "report")
-    stub = tmp / "bin" / "apptainer"
-    stub.parent.mkdir()
-    stub.write_text("#!/bin/sh\necho 'apptainer version 1.3.4'\n")
-    stub.chmod(0o755)
-    env = os.environ | {"PATH": f"{stub.parent}:{Path(sys.executable).parent}:{os.environ['PATH']}",
-                        "SNAKEMAKE_SLURM_PARTITIONS": str(REPO / "profiles/slurm/partitions.yaml")}
+    env = planning_env(tmp)
     result = subprocess.run(
         [sys.executable, "-m", "snakemake", "all", "--dry-run", "--snakefile",
          str(REPO / "Snakefile"), "--directory", str(tmp), "--profile",

@@ -84,22 +84,29 @@ def parse_jobs(text: str) -> list[SimpleNamespace]:
     return jobs
 
 
-@pytest.fixture(scope="module")
-def plan(tmp_path_factory) -> SimpleNamespace:
-    tmp = tmp_path_factory.mktemp("paper")
-    fake_slimpajama(tmp / "slimpajama")
-    config = paper_config(tmp)
-    (tmp / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+def planning_env(tmp: Path) -> dict:
+    """What a dry run through profiles/slurm needs beside the config in `tmp`: the report's
+    captions, an apptainer on PATH, the partitions file; the environment to run it in."""
     # The report's captions are read from report/ beside the results, as in the repository.
     (tmp / "report").symlink_to(REPO / "report")
     stub = tmp / "bin" / "apptainer"  # Snakemake checks for apptainer before it plans
     stub.parent.mkdir()
     stub.write_text("#!/bin/sh\necho 'apptainer version 1.3.4'\n")
     stub.chmod(0o755)
-    env = os.environ | {"PATH": f"{stub.parent}:{Path(sys.executable).parent}:{os.environ['PATH']}",
-                        # The plan-time GPU memory check of every pretraining job (a dry run
-                        # has no executor settings; the plugin's variable names the file).
-                        "SNAKEMAKE_SLURM_PARTITIONS": str(REPO / "profiles/slurm/partitions.yaml")}
+    path = f"{stub.parent}:{Path(sys.executable).parent}:{os.environ['PATH']}"
+    # The plan-time GPU memory check of every pretraining job (a dry run has no executor
+    # settings; the plugin's variable names the file).
+    partitions = str(REPO / "profiles/slurm/partitions.yaml")
+    return os.environ | {"PATH": path, "SNAKEMAKE_SLURM_PARTITIONS": partitions}
+
+
+@pytest.fixture(scope="module")
+def plan(tmp_path_factory) -> SimpleNamespace:
+    tmp = tmp_path_factory.mktemp("paper")
+    fake_slimpajama(tmp / "slimpajama")
+    config = paper_config(tmp)
+    (tmp / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    env = planning_env(tmp)
     result = subprocess.run(
         [sys.executable, "-m", "snakemake", "all", "paper_figures", "--dry-run",
          "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp),
