@@ -123,10 +123,9 @@ def check_schema(config: dict, schema_path: str | Path, what: str = "config") ->
 def validate(config: dict, schema_path: str | Path, what: str = "config") -> dict:
     """`selectlab.schema.validate_config`, its error (the first problem found) replaced by every
     problem of `config`, one line each with a "did you mean" where a known key is close."""
-    from selectlab.schema import ConfigError as SchemaError
     from selectlab.schema import validate_config
 
     try:
         return validate_config(config, schema_path, what)
-    except SchemaError as error:
+    except ConfigError as error:
         raise (schema_error(config, schema_path, what) or error) from None

@@ -21,11 +21,9 @@ from jsonschema.exceptions import ValidationError
 from referencing import Registry, Resource
 from referencing.exceptions import NoSuchResource
 
+from selectlab.config_errors import ConfigError
+
 SCHEMA_GLOB = "*.schema.yaml"
-
-
-class ConfigError(ValueError):
-    """The config breaks its schema."""
 
 
 @functools.cache
@@ -86,5 +84,6 @@ def validate_config(config: dict, schema_path: str | Path, what: str = "config")
         validator.validate(config)
     except ValidationError as error:
         where = "/".join(str(part) for part in error.absolute_path) or "(top level)"
-        raise ConfigError(f"{what} breaks its schema at {where}: {error.message}") from error
+        raise ConfigError(f"{what} breaks its schema", [f"at {where}: {error.message}"]) \
+            from error
     return config

@@ -48,7 +48,7 @@ def test_every_misspelt_reference_is_named_with_a_suggestion(default):
     config = copy.deepcopy(default)
     config["variants"]["educational_value_t2"]["params"]["score"] = "qurater.educational_valu"
     config["variants"]["semdedup"]["params"]["embedding"] = "embeding.embedding"
-    config["variants"]["metarater_model_free"]["params"]["search"] = "model_fre"
+    config["variants"]["metarater_all"]["params"]["search"] = "model_fre"
     config["variants"]["uniform"]["pretrain"] = {"preset": "tiyn"}
     config["evaluation"]["baseline"] = "unifrom"
     found = problems(config)
@@ -58,7 +58,7 @@ def test_every_misspelt_reference_is_named_with_a_suggestion(default):
         "variants.semdedup.params.embedding: 'embeding' is not a score family (an annotation "
         "family of annotate.families, or meta) (did you mean 'embedding'?); known: dataman, "
         "dsir, embedding, fineweb_edu, meta, prrc, qurater, refppl, signals, wanjuan",
-        "variants.metarater_model_free.params.search: 'model_fre' is not a Meta-rater search "
+        "variants.metarater_all.params.search: 'model_fre' is not a Meta-rater search "
         "(metarater.searches) (did you mean 'model_free'?); known: model_free",
         "variants.educational_value_t2.params.score: 'qurater.educational_valu' is not a column "
         "of family 'qurater' (did you mean 'qurater.educational_value'?); qurater writes: "

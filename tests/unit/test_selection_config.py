@@ -13,7 +13,8 @@ from snakemake.utils import validate as snakemake_validate
 
 from selectlab import config as cfg_loader
 from selectlab import resources as res
-from selectlab.schema import ConfigError, forget_schemas, validate_config
+from selectlab.config_errors import ConfigError
+from selectlab.schema import forget_schemas, validate_config
 from selectlab.selection import resolve as cfg
 from selectlab.selection.grids import grid_variants
 from selectlab.train import resolve as train

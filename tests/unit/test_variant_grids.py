@@ -14,7 +14,8 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from selectlab.config import load_config
-from selectlab.schema import ConfigError, validate_config
+from selectlab.config_errors import ConfigError
+from selectlab.schema import validate_config
 from selectlab.selection.grids import expand_variants, grid_variants, is_grid
 
 REPO = Path(__file__).resolve().parents[2]
