@@ -23,6 +23,12 @@ def add_action(actions, name: str, func, help_text: str) -> argparse.ArgumentPar
     return parser
 
 
+def add_pool_argument(parser: argparse.ArgumentParser) -> None:
+    """`--pool`: which shards a selection pool holds, in order (selectlab.selection.pool)."""
+    parser.add_argument("--pool", required=True, help="the pool's read report (CSV) or pool "
+                        "report (JSON): its shards, in order")
+
+
 def aligned_outputs(shards: dict, *outputs: list[str]) -> list[tuple]:
     """Each (shard, its value) of a job's shards with its path in each output list, checked to
     line up (a batch job names every shard's outputs, in the shards' order)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from selectlab.commands import add_action, json_arg
+from selectlab.commands import add_action, add_pool_argument, json_arg
 
 
 def sample(args) -> dict:
@@ -126,8 +126,7 @@ def _notes(text: str) -> list[str]:
 def add_pool_arguments(parser) -> None:
     """A pool's sidecars, found from its ready file (selectlab.analysis.sample.pool_sidecars)."""
     parser.add_argument("--attributes-dir", required=True)
-    parser.add_argument("--pool", required=True, help="the pool's read report (CSV) or pool "
-                        "report (JSON): its shards, in order")
+    add_pool_argument(parser)
 
 
 def register(stages) -> None:

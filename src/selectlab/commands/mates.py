@@ -7,7 +7,7 @@ import json
 import time
 from pathlib import Path
 
-from selectlab.commands import add_action, json_arg
+from selectlab.commands import add_action, add_pool_argument, json_arg
 
 
 def reference_texts(spec: str, files: list[str], max_chars: int) -> list[str]:
@@ -117,7 +117,7 @@ def register(stages) -> None:
     p.add_argument("--reference", nargs="+", required=True, help="the reference set's file(s)")
     p.add_argument("--params", type=json_arg, required=True)
     p.add_argument("--part", type=int, required=True)
-    p.add_argument("--pool", required=True, help="the pool's read report: its shards, in order")
+    add_pool_argument(p)
     p.add_argument("--meta-dir", required=True, help="attributes/meta, the shards' meta sidecars")
     p.add_argument("--tokens-dir", required=True, help="corpus/tokens")
     p.add_argument("--earlier", nargs="*", default=[], help="earlier stages' selections")

@@ -3,7 +3,7 @@ training sequences; fit Meta-rater's weights from its proxies."""
 
 from __future__ import annotations
 
-from selectlab.commands import add_action, json_arg
+from selectlab.commands import add_action, add_pool_argument, json_arg
 
 
 def run(args) -> dict:
@@ -68,8 +68,7 @@ def register(stages) -> None:
     p = add_action(actions, "run", run, "select documents for one variant under a token budget")
     p.add_argument("--params", type=json_arg, required=True)
     p.add_argument("--attributes-dir", required=True)
-    p.add_argument("--pool", required=True,
-                   help="the pool's read report (CSV) or pool report (JSON): its shards, in order")
+    add_pool_argument(p)
     p.add_argument("--upstream", default=None,
                    help="fitted Meta-rater weights, or the selection a curriculum reorders")
     p.add_argument("--out-dir", required=True)
@@ -80,7 +79,7 @@ def register(stages) -> None:
     p.add_argument("--family", required=True)
     p.add_argument("--columns", nargs="+", required=True)
     p.add_argument("--attributes-dir", required=True)
-    p.add_argument("--pool", required=True, help="the read report: the shards, in order")
+    add_pool_argument(p)
     p.add_argument("--memory-mb", type=float, required=True)
     p = add_action(actions, "pack", pack, "pack a selection into fixed-length sequences")
     p.add_argument("--selection", required=True)
