@@ -120,3 +120,25 @@ def test_keep_variants_refuses_unknown_names_and_a_dropped_baseline():
         subset_config(["uniform", "unifrom"])
     with pytest.raises(ValueError, match="must keep evaluation.baseline"):
         subset_config(["overall_l5"])
+
+
+def test_the_readme_plan_block_covers_the_ladder_and_uses_laptop_spread_for_laptop_columns(
+        tmp_path):
+    from selectlab.papers.plan_doc import BEGIN, END, LADDER, main
+
+    cells = tmp_path / "paper_cells.csv"
+    pd.DataFrame([{"table": "qurating_table1", "column": "average", "basis": "replicates",
+                   "values": "20.0;24.0;28.0"}]).to_csv(cells, index=False)
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# top\n{BEGIN}\nstale\n{END}\nafter\n")
+    main([str(readme), "--root", str(REPO), "--cells", str(cells)])
+    text = readme.read_text()
+    assert "stale" not in text and text.endswith(f"{END}\nafter\n")
+    rows = {line.split("`")[1]: [c.strip() for c in line.split("|")[2:-1]]
+            for line in text.splitlines() if line.startswith("| `")}
+    assert list(rows) == [claim.id for claim in ledger()]
+    laptop, demo, _, _, paper = rows["qurating_edu_t2_beats_uniform"]
+    # sd 4 measured on the laptop: the laptop columns detect 4x the prior's 0.5-point effect.
+    assert laptop == f"yes (3 seeds): {detectable_difference(4.0, 3, 3):.2f} points"
+    assert paper == "one seed"
+    assert len(rows["qurating_edu_t2_beats_uniform"]) == len(LADDER)

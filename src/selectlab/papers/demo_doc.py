@@ -1,4 +1,4 @@
-"""The README's claims-demo results, written from a finished run of config/claims_demo.yaml.
+"""The README's claims results of a laptop run (the default, the claims demo), written from it.
 
 The issue that asked for the claims ledger asked that the README show the verdicts a laptop
 reaches, labelled with their scale and judge. This writes them from the run's own
@@ -6,6 +6,9 @@ reaches, labelled with their scale and judge. This writes them from the run's ow
 how long the run took and at which commit, between the markers of README.md:
 
     python -m selectlab.papers.demo_doc README.md results/claims_demo --minutes 83 --commit abc1234
+    python -m selectlab.papers.demo_doc README.md results/default --minutes 44 --commit abc1234
+
+Each run has its own block (`markers`).
 
 tests/unit/test_papers_ledger_doc.py checks that every claim the block shows is still in the
 ledger.
@@ -26,6 +29,15 @@ BEGIN = ("<!-- claims demo: written by `python -m selectlab.papers.demo_doc READ
 END = "<!-- end of claims demo -->"
 HEADER = "| claim | verdict | comparisons | evidence (run's mean, difference, 95% interval) |\n" \
          "|---|---|---|---|"
+
+
+def markers(run: str) -> tuple[str, str]:
+    """The README markers around one run's block."""
+    if run == "claims_demo":
+        return BEGIN, END
+    return (f"<!-- claims of run {run}: written by `python -m selectlab.papers.demo_doc "
+            f"README.md results/{run} --minutes M --commit C` -->",
+            f"<!-- end of claims of run {run} -->")
 
 
 def demo_block(run_dir: Path, minutes: float, commit: str) -> str:
@@ -52,11 +64,12 @@ def block_claims(block: str) -> list[str]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("readme", type=Path)
-    parser.add_argument("run_dir", type=Path, help="results/claims_demo, finished")
+    parser.add_argument("run_dir", type=Path, help="results/<run>, finished")
     parser.add_argument("--minutes", type=float, required=True, help="the run's wall time")
     parser.add_argument("--commit", required=True, help="the commit the run ran")
     args = parser.parse_args(argv)
-    replace_block(args.readme, demo_block(args.run_dir, args.minutes, args.commit), BEGIN, END)
+    replace_block(args.readme, demo_block(args.run_dir, args.minutes, args.commit),
+                  *markers(args.run_dir.name))
 
 
 if __name__ == "__main__":
