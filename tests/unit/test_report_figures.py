@@ -22,11 +22,11 @@ def main_frame() -> pd.DataFrame:
             "variant": ["Uniform", "DSIR Wiki", "DSIR Book", "Edu t=2", "Proxy 1"],
             "val ppl": [30.0, 28.5, 31.0, 27.0, 60.0],
             "test ppl": [31.0, 29.0, 32.0, 27.5, 61.0],
-            "average": [40.0, 43.5, 39.0, 46.0, np.nan],
+            "mean of groups": [40.0, 43.5, 39.0, 46.0, np.nan],
         },
         index=pd.Index(["uniform", "dsir_wiki", "dsir_book", "edu_t2", "proxy"], name="name"),
     )
-    frame.attrs["decimals"] = {"val ppl": 2, "test ppl": 2, "average": 1}
+    frame.attrs["decimals"] = {"val ppl": 2, "test ppl": 2, "mean of groups": 1}
     return frame
 
 
@@ -65,7 +65,7 @@ def test_ppl_vs_icl_png_is_byte_identical_across_runs(tmp_path):
 
 def test_ppl_vs_icl_survives_no_plottable_points(tmp_path):
     frame = main_frame()
-    frame["average"] = np.nan
+    frame["mean of groups"] = np.nan
     out = plot_ppl_vs_icl(frame, tmp_path / "empty.png")
     assert out.read_bytes().startswith(PNG_SIGNATURE)
 

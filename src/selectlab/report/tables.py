@@ -29,7 +29,9 @@ from selectlab.report.training_tokens import (
 
 VAL_PPL = "val ppl"
 TEST_PPL = "test ppl"
-AVERAGE = "average"
+# The overview averages its lm-eval groups, each the mean of its tasks: the mean of group means,
+# not the papers' ten-task average (their per-paper tables, selectlab.papers, have that one).
+AVERAGE = "mean of groups"
 SPLITS = ("validation", "test")
 PPL_DECIMALS = 2
 SCORE_DECIMALS = 1
