@@ -135,3 +135,26 @@ def test_a_pools_ready_file_lists_its_shards_in_order(tmp_path, tokenized):
     pd.DataFrame({"shard": ["shard_00001", "shard_00000"], "documents": [3, 4]}).to_csv(
         tmp_path / "read_report.csv", index=False)
     assert listed_shards(tmp_path / "read_report.csv") == ["shard_00001", "shard_00000"]
+
+
+def test_nested_pools_share_one_draw_and_independent_ones_do_not():
+    from selectlab.corpus.pools import kept_by_share, pool_spec
+
+    ids = [f"doc{i}#0" for i in range(20000)]
+    nested = {name: pool_spec(name, {"unit": "document", "share": share})
+              for name, share in (("qurating", 0.4147), ("dataman", 0.7129))}
+    small, large = (kept_by_share(ids, s.share, s.salt) for s in nested.values())
+    # One hash: QuRating's pool lies inside DataMan's (config/paper.yaml says so).
+    assert not (small & ~large).any() and small.mean() == pytest.approx(0.4147, abs=0.01)
+    independent = {name: pool_spec(name, {"unit": "document", "share": share,
+                                          "draw": "independent"})
+                   for name, share in (("qurating", 0.4147), ("dataman", 0.7129))}
+    small, large = (kept_by_share(ids, s.share, s.salt) for s in independent.values())
+    assert small.mean() == pytest.approx(0.4147, abs=0.01)
+    # Two draws: they overlap by the product of their shares, not by the smaller share.
+    assert (small & large).mean() == pytest.approx(0.4147 * 0.7129, abs=0.01)
+    # A nested pool's settings are written as before the option existed (its jobs keep).
+    assert "draw" not in nested["qurating"].to_dict()
+    assert independent["qurating"].to_dict()["draw"] == "independent"
+    with pytest.raises(ValueError, match="draw 'both'"):
+        pool_spec("qurating", {"unit": "document", "draw": "both"})

@@ -24,7 +24,11 @@ read a pool shard exactly as they read a tokenized shard:
 `share` keeps a deterministic subset: the units whose 64-bit key (a hash of the unit id, stable
 across machines and runs) falls below `share` of the key range. Neither QuRating's 260B subset
 nor the selection of DataPajama's 447B from the 627B is published, so the pools are random
-subsets of the same size, documented as such in config/paper.yaml.
+subsets of the same size, documented as such in config/paper.yaml. With `draw: nested` (the
+default) every pool reads the same key, so of two pools of one unit the smaller share is a subset
+of the larger (QuRating's pool lies inside DataMan's: the papers' rows that both run differ only
+by the pool's size); `draw: independent` salts the key with the pool's name, so each pool is its
+own random draw and two pools overlap by the product of their shares.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from selectlab.corpus.pool_names import FULL, POOL_SEPARATOR, pool_shard  # noqa
 from selectlab.shards import Document, ReadReport, atomic_path
 
 UNITS = ("document", "sequence")
+DRAWS = ("nested", "independent")
 POOL_KEY = b"selectlab.pool"  # the pool's settings in its meta sidecars' parquet metadata
 # Between the documents one sequence unit holds there is an EOS token; raters read a blank line.
 DOCUMENT_BREAK = "\n\n"
@@ -56,6 +61,7 @@ class PoolSpec:
     unit: str  # "document" or "sequence"
     sequence_tokens: int | None  # window length of a sequence unit
     share: float  # fraction of the units kept (by unit key)
+    draw: str = "nested"  # "nested": one key for every pool; "independent": salted by the name
 
     @property
     def eos_inside(self) -> bool:
@@ -63,7 +69,15 @@ class PoolSpec:
         return self.unit == "sequence"
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        # A nested draw is written as before `draw` existed, so its pools' jobs do not rerun.
+        record = asdict(self)
+        if self.draw == "nested":
+            del record["draw"]
+        return record
+
+    @property
+    def salt(self) -> str:
+        return f"{self.name}:" if self.draw == "independent" else ""
 
 
 # The tokenized shards as a pool: every document of the run, one unit each.
@@ -82,7 +96,10 @@ def pool_spec(name: str, settings: dict) -> PoolSpec:
         raise ValueError(f"pool {name}: share {share} is not in (0, 1]")
     if POOL_SEPARATOR in name or name == FULL:
         raise ValueError(f"pool name {name!r} is reserved or holds {POOL_SEPARATOR!r}")
-    return PoolSpec(name, unit, length if unit == "sequence" else None, share)
+    draw = settings.get("draw", "nested")
+    if draw not in DRAWS:
+        raise ValueError(f"pool {name}: draw {draw!r} is not one of {DRAWS}")
+    return PoolSpec(name, unit, length if unit == "sequence" else None, share, draw)
 
 
 def unit_keys(ids: pd.Series | np.ndarray | list) -> np.ndarray:
@@ -91,10 +108,11 @@ def unit_keys(ids: pd.Series | np.ndarray | list) -> np.ndarray:
     return pd.util.hash_array(np.asarray(ids, dtype=object))
 
 
-def kept_by_share(ids, share: float) -> np.ndarray:
+def kept_by_share(ids, share: float, salt: str = "") -> np.ndarray:
     if share >= 1.0:
         return np.ones(len(ids), dtype=bool)
-    return unit_keys(ids) < np.uint64(int(share * float(2 ** 64 - 1)))
+    keyed = [f"{salt}{i}" for i in ids] if salt else ids
+    return unit_keys(keyed) < np.uint64(int(share * float(2 ** 64 - 1)))
 
 
 def cut_pool_shard(tokens_path: str | Path, meta_path: str | Path, spec: PoolSpec, eos_id: int,
@@ -106,7 +124,7 @@ def cut_pool_shard(tokens_path: str | Path, meta_path: str | Path, spec: PoolSpe
         units, source = sequence_units(meta, tokens, spec.sequence_tokens, eos_id)
     else:
         units, source = meta.assign(start=meta["token_offset"]), tokens
-    kept = units[kept_by_share(units["id"], spec.share)].reset_index(drop=True)
+    kept = units[kept_by_share(units["id"], spec.share, spec.salt)].reset_index(drop=True)
     runs = [source[start:start + n] for start, n in zip(kept["start"], kept["n_tokens"],
                                                         strict=True)]
     out = np.concatenate(runs) if runs else np.zeros(0, dtype=tokens.dtype)
