@@ -181,8 +181,8 @@ def annotate_part(preset: dict, args) -> dict:
     from selectlab.train.model import ModelPreset, llama_config
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    config = llama_config(ModelPreset.from_dict(preset), args.vocab, args.window, eos_id=2,
-                          pad_id=2)
+    # Sheared-LLaMA's 4,096 positions: a window's text and its <s> fit.
+    config = llama_config(ModelPreset.from_dict(preset), args.vocab, 4096, eos_id=2, pad_id=2)
     model = LlamaModel(config).to(device=device, dtype=torch.bfloat16).eval()
     backbone = Backbone(model, small_tokenizer(), causal=True, window=args.window,
                         pool_layers=(-1,), label="gpu proof")

@@ -39,7 +39,7 @@ def test_the_proof_trains_measures_and_annotates_with_the_tiny_preset(tmp_path):
     memory = report["memory"][0]
     low, high = memory["estimated_gib_1_2_layers"]
     assert memory["estimated_gib_per_layer"] == pytest.approx(high - low) and high > low
-    # 100-token documents in 64-token windows with <s> first: 63 + 37 tokens, two windows each.
+    # 100-token documents in 64-token windows (<s> added on top): 64 + 36, two windows each.
     annotate = report["annotate"]
     assert annotate["windows"] == 2 * annotate["docs"] == 16
     assert annotate["docs_per_s"] == pytest.approx(8 / annotate["seconds"])

@@ -56,3 +56,18 @@ def test_document_scores_equal_the_length_weighted_mean_of_chunk_scores(tiny_tok
     assert has_tokens.tolist() == [True]
     expected = np.sum(per_chunk * plan.weight) / plan.weight.sum()
     assert whole[0] == pytest.approx(expected, abs=1e-5)
+
+
+def test_a_window_holds_its_full_text_and_the_special_tokens_come_on_top():
+    from selectlab.raters.backbone import window_content
+    from selectlab.raters.chunks import plan_chunks
+
+    # QuRating 5.1: a 1,024-token unit is two 512-token segments for a Llama rater with <s>.
+    content = window_content(512, specials=1, positions=4096)
+    assert content == 512
+    assert [len(c) for c in plan_chunks([list(range(1024))], content).chunks] == [512, 512]
+    # A 512-position BERT has no room for [CLS] and [SEP] on top: its text gives way.
+    assert window_content(512, specials=2, positions=512) == 510
+    assert window_content(128, specials=2, positions=None) == 128
+    with pytest.raises(ValueError, match="exceeds the model's 512 positions"):
+        window_content(1024, specials=2, positions=512)

@@ -106,6 +106,20 @@ def pool(hidden: torch.Tensor, mask: torch.Tensor, causal: bool) -> torch.Tensor
     return (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
 
 
+def window_content(window: int, specials: int, positions: int | None) -> int:
+    """Text tokens per window. The whole window, with the special tokens added around it, so a
+    1,024-token unit is rated as two 512-token segments (QuRating section 5.1), not 511 + 511 +
+    2; only a model without positions for them (a 512-position BERT at window 512) cuts the text
+    to make room."""
+    if positions is not None and window > positions:
+        raise ValueError(f"window {window} exceeds the model's {positions} positions")
+    fits = positions is None or window + specials <= positions
+    content = window if fits else positions - specials
+    if content < 1:
+        raise ValueError(f"window {window} leaves no room besides the special tokens")
+    return content
+
+
 def special_tokens(tokenizer) -> tuple[list[int], list[int]]:
     """The ids a tokenizer puts before and after a text ([CLS] ... [SEP], <s> ..., or none)."""
     bare = tokenizer("a b", add_special_tokens=False)["input_ids"]
@@ -127,12 +141,9 @@ class Backbone(torch.nn.Module):
         self.pool_layers = tuple(pool_layers)
         self.label = label
         self.prefix, self.suffix = special_tokens(tokenizer)
-        self.content_size = window - len(self.prefix) - len(self.suffix)
-        if self.content_size < 1:
-            raise ValueError(f"window {window} leaves no room besides the special tokens")
-        limit = getattr(model.config, "max_position_embeddings", None)
-        if limit is not None and window > limit:
-            raise ValueError(f"window {window} exceeds the model's {limit} positions")
+        self.content_size = window_content(
+            window, len(self.prefix) + len(self.suffix),
+            getattr(model.config, "max_position_embeddings", None))
         pad = tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else (tokenizer.eos_token_id or 0))
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from selectlab.raters.backbone import pad_batch, position_ids, special_tokens
+from selectlab.raters.backbone import pad_batch, position_ids, special_tokens, window_content
 from selectlab.raters.chunks import plan_chunks, weighted_mean
 from selectlab.raters.io import (
     FORMAT_VERSION,
@@ -49,7 +49,9 @@ class ChunkedClassifier:
             raise ValueError(f"positive_index must be 0 or 1, got {positive_index}")
         self.positive_index = positive_index
         self.prefix, self.suffix = special_tokens(self.tokenizer)
-        self.content_size = window - len(self.prefix) - len(self.suffix)
+        self.content_size = window_content(
+            window, len(self.prefix) + len(self.suffix),
+            getattr(self.model.config, "max_position_embeddings", None))
         pad = self.tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else 0)
         self.device = device
