@@ -5,7 +5,7 @@ import sys
 from snakemake.utils import min_version
 
 from selectlab import layout, variant_subset
-from selectlab.config_errors import validate
+from selectlab.schema import validate_config
 from selectlab.crossref import check_config
 from selectlab.lifecycle import RERUN_ADVICE, export_supervisor
 from selectlab.selection import grids
@@ -22,13 +22,13 @@ if not workflow.overwrite_configfiles:
 
 # Each schema file read once for both checks (Snakemake's validate re-reads a file per
 # cross-file reference); defaults fill in as with Snakemake's. A config that breaks the schema
-# stops the plan with one line per problem (selectlab.config_errors).
+# stops the plan with one line per problem (selectlab.schema).
 SCHEMA_DIR = f"{workflow.basedir}/config/schema"
-validate(config, f"{SCHEMA_DIR}/config.schema.yaml")
+validate_config(config, f"{SCHEMA_DIR}/config.schema.yaml")
 
 # Variant grids become plain variants here, once, so every rule and resolver sees only those;
 # the variants a grid produces are checked like written-out ones.
-validate(
+validate_config(
     grids.grid_variants(config["variants"]),
     f"{SCHEMA_DIR}/variant_set.schema.yaml",
     "a variant of a grid",

@@ -33,7 +33,7 @@ def load_workflow_config(paths: list[str | Path], schema_dir: str | Path) -> dic
     """The config a run of `snakemake --configfile A B ...` sees: each file merged into the
     ones before it (as Snakemake merges them), validated with the schema's defaults filled in,
     grids expanded and a `keep_variants` subset applied, as the Snakefile does."""
-    from selectlab.config_errors import validate
+    from selectlab.schema import validate_config
     from selectlab.selection.grids import expand_variants, grid_variants
     from selectlab.variant_subset import keep_variants
 
@@ -42,9 +42,9 @@ def load_workflow_config(paths: list[str | Path], schema_dir: str | Path) -> dic
         with open(path) as handle:
             config = deep_merge(config, yaml.safe_load(handle) or {})
     schema = Path(schema_dir) / "config.schema.yaml"
-    validate(config, schema)
-    validate(grid_variants(config["variants"]), Path(schema_dir) / "variant_set.schema.yaml",
-             "a variant of a grid")
+    validate_config(config, schema)
+    validate_config(grid_variants(config["variants"]),
+                    Path(schema_dir) / "variant_set.schema.yaml", "a variant of a grid")
     config["variants"] = expand_variants(config["variants"])
     return keep_variants(config)
 

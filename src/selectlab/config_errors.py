@@ -2,17 +2,14 @@
 
 A JSON-schema validator reports one error at a time, or an error with the whole schema and the
 whole config around it; for a misspelt key deep in the config that is hundreds of lines for
-one fact. `schema_problems` validates the config against the workflow's schema (the schema
-files as `selectlab.schema` reads them, once per process) and turns every error into one line;
-`schema_error` and `check_schema` give them as one `ConfigError`. `validate` is what the
-workflow calls: `selectlab.schema.validate_config` (which fills in defaults), and only when it
-fails these lines, so a valid config is validated once.
+one fact. `error_line` turns one error into one line with a "did you mean" where a known key is
+close; `selectlab.schema` validates and raises every line as one `ConfigError`. This module
+imports nothing of selectlab, so every module may raise a `ConfigError`.
 """
 
 from __future__ import annotations
 
 import difflib
-from pathlib import Path
 
 MAX_PROBLEMS = 10
 VALUE_CHARS = 80
@@ -50,15 +47,6 @@ def key_path(path) -> str:
     return "".join(parts).lstrip(".") or "(top level)"
 
 
-def _validator(schema_path: str | Path):
-    from jsonschema import Draft202012Validator
-
-    from selectlab.schema import schema_registry
-
-    schema, registry = schema_registry(schema_path)
-    return Draft202012Validator(schema, registry=registry)
-
-
 def _expected(error) -> str:
     kind, value, schema = error.validator, error.validator_value, error.schema
     if kind == "type":
@@ -81,7 +69,8 @@ def _expected(error) -> str:
     return error.message
 
 
-def _line(error) -> str:
+def error_line(error) -> str:
+    """One jsonschema error as one line: where, the bad value, what was expected."""
     from jsonschema.exceptions import best_match
 
     if error.validator in ("anyOf", "oneOf") and error.context:
@@ -99,33 +88,3 @@ def _line(error) -> str:
     if error.validator == "not":
         return f"{where}: {shown(error.instance)} is not allowed here ({error.message})"
     return f"{where}: {shown(error.instance)} is not valid; expected {_expected(error)}"
-
-
-def schema_problems(config: dict, schema_path: str | Path) -> list[str]:
-    validator = _validator(schema_path)
-    errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
-    return list(dict.fromkeys(_line(error) for error in errors))
-
-
-def schema_error(config: dict, schema_path: str | Path,
-                 what: str = "config") -> ConfigError | None:
-    """The readable error for a config that breaks the schema; None if it does not."""
-    problems = schema_problems(config, schema_path)
-    return ConfigError(f"{what} does not match the schema", problems) if problems else None
-
-
-def check_schema(config: dict, schema_path: str | Path, what: str = "config") -> None:
-    error = schema_error(config, schema_path, what)
-    if error is not None:
-        raise error
-
-
-def validate(config: dict, schema_path: str | Path, what: str = "config") -> dict:
-    """`selectlab.schema.validate_config`, its error (the first problem found) replaced by every
-    problem of `config`, one line each with a "did you mean" where a known key is close."""
-    from selectlab.schema import validate_config
-
-    try:
-        return validate_config(config, schema_path, what)
-    except ConfigError as error:
-        raise (schema_error(config, schema_path, what) or error) from None

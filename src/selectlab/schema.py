@@ -21,7 +21,7 @@ from jsonschema.exceptions import ValidationError
 from referencing import Registry, Resource
 from referencing.exceptions import NoSuchResource
 
-from selectlab.config_errors import ConfigError
+from selectlab.config_errors import ConfigError, error_line
 
 SCHEMA_GLOB = "*.schema.yaml"
 
@@ -75,14 +75,30 @@ def with_defaults(validator_class):
     return validators.extend(validator_class, {"properties": properties})
 
 
+def schema_problems(config: dict, schema_path: str | Path) -> list[str]:
+    """Every way `config` breaks the schema, one line each (nothing filled in)."""
+    schema, registry = schema_registry(schema_path)
+    validator = Draft202012Validator(schema, registry=registry)
+    errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
+    return list(dict.fromkeys(error_line(error) for error in errors))
+
+
+def check_schema(config: dict, schema_path: str | Path, what: str = "config") -> None:
+    problems = schema_problems(config, schema_path)
+    if problems:
+        raise ConfigError(f"{what} does not match the schema", problems)
+
+
 def validate_config(config: dict, schema_path: str | Path, what: str = "config") -> dict:
     """Check `config` against the schema (filling in defaults, in place); return it. `what`
-    names the instance in the error (e.g. the variants that grids expand into)."""
+    names the instance in the error (e.g. the variants that grids expand into). A config that
+    fails is checked again for every problem, so a valid config is validated once."""
     schema, registry = schema_registry(schema_path)
     validator = with_defaults(Draft202012Validator)(schema, registry=registry)
     try:
         validator.validate(config)
     except ValidationError as error:
+        check_schema(config, schema_path, what)
         where = "/".join(str(part) for part in error.absolute_path) or "(top level)"
         raise ConfigError(f"{what} breaks its schema", [f"at {where}: {error.message}"]) \
             from error

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from selectlab.config import load_config
-from selectlab.config_errors import ConfigError, check_schema, schema_problems
+from selectlab.config_errors import ConfigError
 from selectlab.crossref import check_config, family_columns, problems
+from selectlab.schema import check_schema, schema_problems
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = REPO / "config" / "schema" / "config.schema.yaml"

@@ -39,7 +39,7 @@ def test_names_and_counts():
     assert parse_replicate_name("overall_l5__rep0") is None
     assert parse_replicate_name("all25__proxy003") is None
     assert base_variant("overall_l5__rep2") == "overall_l5" and base_variant("x") == "x"
-    assert replicate_names(EMBEDDED, "uniform") == ["uniform"]  # default: one run
+    assert replicate_names(EMBEDDED, "dsir_wikipedia") == ["dsir_wikipedia"]  # unset: one run
     # A MATES variant's stages are named after it: it runs once, and cannot ask for more.
     assert replicate_names(config, "mates") == ["mates"]
     config["variants"]["mates"]["replicates"] = 2

@@ -158,5 +158,5 @@ def test_the_workflows_validation_checks_grids_and_their_variants_alike():
     bad = copy.deepcopy(config)
     bad["variants"]["qurating_criteria"]["grid"]["mode"]["t1"]["tau"] = "one"
     validate_config(copy.deepcopy(bad), SCHEMA / "config.schema.yaml")
-    with pytest.raises(ConfigError, match=r"at \w+_t1/params/tau: 'one'"):
+    with pytest.raises(ConfigError, match=r"4 problems(.|\n)*_t1.params.tau: 'one'"):
         validate_config(grid_variants(bad["variants"]), SCHEMA / "variant_set.schema.yaml")
