@@ -1,4 +1,5 @@
-"""`selectlab config check`: the plan-time checks of a config file, run by hand."""
+"""`selectlab config check`: the plan-time checks of a config file, run by hand; `selectlab config
+show --variants`: every variant it trains, resolved (selectlab.variant_table)."""
 
 from __future__ import annotations
 
@@ -19,13 +20,35 @@ def check(args) -> dict:
     return {"config": args.configfile, "problems": 0}
 
 
+def show(args) -> None:
+    import sys
+
+    from selectlab.config import load_workflow_config
+    from selectlab.variant_table import records_jsonl, records_table, variant_records
+
+    config = load_workflow_config(args.configfile, Path(args.schema).parent)
+    records = variant_records(config)
+    sys.stdout.write(records_jsonl(records) if args.format == "jsonl" else records_table(records))
+
+
+def config_arguments(parser) -> None:
+    parser.add_argument("--configfile", nargs="+", required=True,
+                        help="config files, later ones merged into earlier (as Snakemake does)")
+    parser.add_argument("--schema", default="config/schema/config.schema.yaml")
+
+
 def register(stages) -> None:
-    parser = stages.add_parser("config", help="check a config file before running it")
+    parser = stages.add_parser("config", help="check a config file, or show what it trains")
     actions = parser.add_subparsers(dest="action", required=True)
     p = add_action(actions, "check", check,
                    "schema, names and sizes of a config, as the workflow checks them at plan time")
-    p.add_argument("--configfile", nargs="+", required=True,
-                   help="config files, later ones merged into earlier (as Snakemake does)")
-    p.add_argument("--schema", default="config/schema/config.schema.yaml")
+    config_arguments(p)
     p.add_argument("--run-dir", default=None,
                    help="results/<run>: also check budgets against the tokenised pool")
+    p = add_action(actions, "show", show, "every variant a config trains, resolved: pool, "
+                   "selection and training settings")
+    config_arguments(p)
+    p.add_argument("--variants", action="store_true", required=True,
+                   help="list the variants (the one thing shown so far)")
+    p.add_argument("--format", choices=("table", "jsonl"), default="table",
+                   help="an aligned table to read, or one JSON record per line to compare")
