@@ -5,6 +5,7 @@ import sys
 from snakemake.utils import min_version
 
 from selectlab import layout, variant_subset
+from selectlab.config import with_includes
 from selectlab.schema import validate_config
 from selectlab.crossref import check_config
 from selectlab.lifecycle import RERUN_ADVICE, export_supervisor
@@ -19,6 +20,12 @@ if not workflow.overwrite_configfiles:
 
     configfile: "config/config.yaml"
 
+
+# A config file's `include:` files lie under it (paths relative to the file naming them):
+# config/paper.yaml shows its rows and includes the papers' fixed protocols, raters and job sizes.
+_merged = with_includes(config, workflow.configfiles)
+config.clear()
+config.update(_merged)
 
 # Each schema file read once for both checks (Snakemake's validate re-reads a file per
 # cross-file reference); defaults fill in as with Snakemake's. A config that breaks the schema

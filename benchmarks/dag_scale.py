@@ -41,10 +41,12 @@ from pathlib import Path
 
 import yaml
 
+from selectlab.config import read_with_includes
+
 REPO = Path(__file__).resolve().parents[1]
 TARGET_SHARDS, TARGET_SECONDS = 4000, 60.0
 FILES_PER_CHUNK = 5917  # SlimPajama-627B: 59,166 training files in chunk1..chunk10
-PAPER = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+PAPER = read_with_includes(REPO / "config" / "paper.yaml")
 
 
 def fake_listing(root: Path, files: int, group_size: int, shards_per_job: int) -> dict:

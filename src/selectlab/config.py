@@ -16,14 +16,53 @@ from pathlib import Path
 
 import yaml
 
+INCLUDE = "include"
+
+
+def read_config_file(path: str | Path) -> dict:
+    """One config file as written, its `include:` paths made absolute (each is relative to the
+    file that names it), so a copy written elsewhere still finds them."""
+    with open(path) as handle:
+        config = yaml.safe_load(handle) or {}
+    if INCLUDE in config:
+        here = Path(path).resolve().parent
+        config[INCLUDE] = [str(here / name) for name in config[INCLUDE]]
+    return config
+
+
+def included_settings(paths: list[str | Path]) -> dict:
+    """The settings that the files' `include:` lists name, each merged over the ones before,
+    includes of includes first. A config file keeps the settings a reader needs to see its rows
+    (config/paper.yaml) and includes the papers' fixed protocols, raters and job sizes."""
+    merged: dict = {}
+    for path in paths:
+        for name in read_config_file(path).get(INCLUDE, []):
+            included = read_config_file(name)
+            below = included_settings([name])
+            merged = deep_merge(merged, deep_merge(below, included))
+    merged.pop(INCLUDE, None)
+    return merged
+
+
+def with_includes(config: dict, paths: list[str | Path]) -> dict:
+    """`config` (the files at `paths` merged, as Snakemake merges them, plus any --config
+    overrides) on top of what their `include:` lists name, the `include` key itself gone."""
+    merged = deep_merge(included_settings(paths), config)
+    merged.pop(INCLUDE, None)
+    return merged
+
+
+def read_with_includes(path: str | Path) -> dict:
+    """One config file over what it includes, as written otherwise (grids not expanded)."""
+    return with_includes(read_config_file(path), [path])
+
 
 def load_config(path: str | Path) -> dict:
-    """A configuration file as the workflow sees it: variant grids expanded into variants (the
-    Snakefile does the same after validating the file)."""
+    """A configuration file as the workflow sees it: its includes merged under it and variant
+    grids expanded into variants (the Snakefile does the same after validating the file)."""
     from selectlab.selection.grids import expand_variants
 
-    with open(path) as handle:
-        config = yaml.safe_load(handle)
+    config = read_with_includes(path)
     if isinstance(config, dict) and "variants" in config:
         config["variants"] = expand_variants(config["variants"])
     return config
@@ -31,16 +70,17 @@ def load_config(path: str | Path) -> dict:
 
 def load_workflow_config(paths: list[str | Path], schema_dir: str | Path) -> dict:
     """The config a run of `snakemake --configfile A B ...` sees: each file merged into the
-    ones before it (as Snakemake merges them), validated with the schema's defaults filled in,
-    grids expanded and a `keep_variants` subset applied, as the Snakefile does."""
+    ones before it (as Snakemake merges them) over what they include, validated with the
+    schema's defaults filled in, grids expanded and a `keep_variants` subset applied, as the
+    Snakefile does."""
     from selectlab.schema import validate_config
     from selectlab.selection.grids import expand_variants, grid_variants
     from selectlab.variant_subset import keep_variants
 
     config: dict = {}
     for path in paths:
-        with open(path) as handle:
-            config = deep_merge(config, yaml.safe_load(handle) or {})
+        config = deep_merge(config, read_config_file(path))
+    config = with_includes(config, paths)
     schema = Path(schema_dir) / "config.schema.yaml"
     validate_config(config, schema)
     validate_config(grid_variants(config["variants"]),

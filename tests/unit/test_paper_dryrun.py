@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from selectlab.annotate import resolve as annotate_cfg
-from selectlab.config import load_config
+from selectlab.config import load_config, read_with_includes
 from selectlab.selection import resolve as cfg
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,7 +41,7 @@ def fake_slimpajama(root: Path) -> None:
 
 
 def paper_config(tmp: Path) -> dict:
-    config = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    config = read_with_includes(REPO / "config" / "paper.yaml")
     slimpajama = config["corpus"]["slimpajama"]
     for split in ("train", "validation", "test"):
         slimpajama[f"{split}_dir"] = str(tmp / "slimpajama" / split)

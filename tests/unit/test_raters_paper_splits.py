@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-import yaml
 from conftest import REPO
 from test_raters_io import TINY, pair_labels, pointwise_labels
 
+from selectlab.config import read_with_includes
 from selectlab.raters import qurater
 from selectlab.raters import resolve as raters_cfg
 from selectlab.raters.build import prepare_pairs, prepare_points, train_head_rater
@@ -123,7 +123,7 @@ def test_dataman_documents_are_split_before_the_up_sampling():
 
 
 def test_the_three_dataman_versions_are_instances_of_one_run():
-    config = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    config = read_with_includes(REPO / "config" / "paper.yaml")
     names = raters_cfg.configured_raters(config)
     start = names.index("dataman")
     assert names[start:start + 3] == ["dataman", "dataman_score", "dataman_domain"]

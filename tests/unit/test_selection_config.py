@@ -8,11 +8,11 @@ import copy
 from pathlib import Path
 
 import pytest
-import yaml
 from snakemake.utils import validate as snakemake_validate
 
 from selectlab import config as cfg_loader
 from selectlab import resources as res
+from selectlab.config import read_with_includes
 from selectlab.config_errors import ConfigError
 from selectlab.schema import forget_schemas, validate_config
 from selectlab.selection import resolve as cfg
@@ -40,7 +40,7 @@ def validate(config: dict, schema: str) -> dict:
 def test_schema_files_are_read_once_and_fill_in_snakemakes_defaults(name, monkeypatch):
     # What the Snakefile checks: the config as written, then the variants its grids expand into;
     # job sizes then read their defaults from the same parsed files.
-    theirs, ours = (yaml.safe_load(CONFIGS[name].read_text()) for _ in range(2))
+    theirs, ours = (read_with_includes(CONFIGS[name]) for _ in range(2))
     snakemake_validate(theirs, SCHEMA)
     their_grids = grid_variants(theirs["variants"])
     snakemake_validate(their_grids, VARIANT_SET)
@@ -62,7 +62,7 @@ def test_schema_files_are_read_once_and_fill_in_snakemakes_defaults(name, monkey
 
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_shipped_configs_validate_and_every_variant_resolves(name):
-    validate(yaml.safe_load(CONFIGS[name].read_text()), SCHEMA)
+    validate(read_with_includes(CONFIGS[name]), SCHEMA)
     config = load(name)
     proxies = [name for search in cfg.metarater_searches(config)
                for name in cfg.proxy_names(config, search)[:3]]

@@ -9,11 +9,10 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from selectlab.config import load_config
+from selectlab.config import load_config, read_with_includes
 from selectlab.config_errors import ConfigError
 from selectlab.schema import validate_config
 from selectlab.selection.grids import expand_variants, grid_variants, is_grid
@@ -36,7 +35,8 @@ QURATING = {
 
 
 def raw_paper() -> dict:
-    return yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    """config/paper.yaml over what it includes, its grids as written."""
+    return read_with_includes(REPO / "config" / "paper.yaml")
 
 
 def test_paper_grids_expand_into_the_recorded_rows_in_order():
