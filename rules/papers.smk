@@ -12,6 +12,7 @@ PAPER_PLAN = papers_plan.paper_plan(config)
 PAPER_PLAN_PARAM = json_param(PAPER_PLAN)
 # What the per-paper tables read: every run's results and every curve snapshot's ICL results.
 PAPER_RESULTS = papers_plan.result_inputs(PAPER_PLAN, RUN)
+PAPER_ROWS = sorted({row for table in PAPER_PLAN["tables"] for row in table["rows"]})
 # A training snapshot evaluates only its curve figure's settings.
 CURVE_ICL_PARAMS = evaluate_cfg.curve_icl_params(config)
 # Shipped with the workflow, so found beside the Snakefile whatever the working directory.
@@ -58,6 +59,9 @@ if REPORT.numbered_tables:
     rule paper_tables:
         input:
             PAPER_RESULTS,
+            # Read for the rows short of their budget (a note under their tables).
+            manifests=expand(layout.selection_manifest(RUN), variant=PAPER_ROWS),
+            train_logs=expand(layout.train_log(RUN), variant=PAPER_ROWS),
         output:
             cells=layout.paper_cells(RUN),
             tables=expand(

@@ -18,6 +18,7 @@ from selectlab.report.training_tokens import (
     TOKENS_TRAINED,
     TrainingTokens,
     read_training_tokens,
+    short_notes,
 )
 from selectlab.selection.run import SelectionSpec, select_variant
 from selectlab.selection.synthetic import write_synthetic_sidecars
@@ -184,3 +185,18 @@ def test_unreadable_token_records_are_errors(tmp_path):
     manifest.write_text(json.dumps({"selected_tokens": 5}))
     with pytest.raises(ValueError, match="no budget_tokens"):
         read_training_tokens([manifest], [])
+
+
+def test_a_papers_table_names_its_rows_short_of_budget_in_row_order():
+    records = {"uniform": TrainingTokens(1000, 1000, 1024),
+               "overall_l2": TrainingTokens(1000, 600, 512),
+               "overall_l1": TrainingTokens(1000, 250, 256, {"l1/wiki": 4})}
+    labels = {"overall_l1": "Overall Score l=1", "overall_l2": "Overall Score l=2"}
+    notes = short_notes(["uniform", "overall_l1", "overall_l2", "not_run"], labels, records)
+    assert notes == [
+        "Overall Score l=1: its selection holds 250 distinct tokens, 75.0% short of its "
+        "1,000-token budget; its short strata were repeated (up to 4 passes), so its model "
+        "trained on 256 tokens.",
+        "Overall Score l=2: its selection holds 600 distinct tokens, 40.0% short of its "
+        "1,000-token budget; nothing was repeated: its model trained one pass over them, "
+        "512 tokens."]

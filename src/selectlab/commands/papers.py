@@ -30,6 +30,7 @@ def tables(args) -> dict:
     from selectlab.papers.plan import plan_runs
     from selectlab.papers.tables import all_paper_tables
     from selectlab.report.table_files import write_table
+    from selectlab.report.training_tokens import read_training_tokens, short_notes
     from selectlab.shards import atomic_write_bytes
 
     plan, run_dir = args.params, args.run_dir
@@ -39,9 +40,18 @@ def tables(args) -> dict:
     atomic_write_bytes(Path(layout.paper_cells(run_dir)),
                        cells.to_csv(index=False, lineterminator="\n").encode("utf-8"))
     frames = all_paper_tables(plan, cells)
+    # A row whose selection fell short of its budget says so under each table it is in, with
+    # the tokens its model trained on: the rows are then not compared at equal training length.
+    rows = {table["name"]: table["rows"] for table in plan["tables"]}
+    read = [row for name in rows for row in rows[name]]
+    tokens = read_training_tokens(
+        [p for p in (Path(layout.selection_manifest(run_dir, variant=v)) for v in read)
+         if p.exists()],
+        [p for p in (Path(layout.train_log(run_dir, variant=v)) for v in read) if p.exists()])
     for name, frame in frames.items():
+        notes = [*args.notes, *short_notes(rows.get(name, []), plan["labels"], tokens)]
         write_table(frame, Path(layout.table(run_dir, name, "csv")),
-                    Path(layout.table(run_dir, name, "md")), args.notes)
+                    Path(layout.table(run_dir, name, "md")), notes)
     return {"tables": sorted(frames), "cells": len(cells),
             "empty_cells": int(cells["mean"].isna().sum())}
 

@@ -130,3 +130,11 @@ def short_note(label: str, record: TrainingTokens | None) -> str | None:
     else:
         how = "nothing was repeated: its model trained one pass over them,"
     return f"{held}; {how} {record.trained:,} tokens."
+
+
+def short_notes(rows: Iterable[str], labels: Mapping[str, str],
+                records: Mapping[str, TrainingTokens]) -> list[str]:
+    """The short-of-budget lines of a table's rows, in row order (DataMan's Overall Score l=1
+    and l=2 rows cannot fill 30B tokens, so they trained on less: the table says by how much)."""
+    notes = (short_note(labels.get(row, row), records.get(row)) for row in rows)
+    return [note for note in notes if note]
