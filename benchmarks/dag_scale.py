@@ -17,10 +17,11 @@ answers (this machine) that waits out a 9-second timeout, included in every row.
 Target (the full-scale issue): 4,000 shards plan in under a minute on 2 cores. `--group-size 1`
 makes every listed file its own shard: the stress case. `--shards-per-job` sets both
 `corpus.shards_per_job` (tokenisation and pool cuts) and `annotate.shards_per_job` (annotation of
-every pool) to 1, 10 or 100, one run each: a job takes that many shards, each still with its own
-files, and later jobs list one meta sidecar per such job (docs/cluster.md). Each row also prints
-its time less the plugin's import (the wait above), what a submit host whose controller answers
-would see.
+every pool) to 1, 10, 100 or auto (config/paper.yaml's: jobs of about 64 raw files, so 100 single-
+file shards or one 64-file shard a job), one run each: a job takes that many shards, each still
+with its own files, and later jobs list one meta sidecar per such job (docs/cluster.md). Each row
+also prints its time less the plugin's import (the wait above), what a submit host whose controller
+answers would see.
 
 Usage: python benchmarks/dag_scale.py [--files 100 1000 4000 59166] [--group-size 64]
                                       [--shards-per-job 1 10 100]
@@ -42,6 +43,7 @@ from pathlib import Path
 import yaml
 
 from selectlab.config import read_with_includes
+from selectlab.shard_jobs import resolve_per_job
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET_SHARDS, TARGET_SECONDS = 4000, 60.0
@@ -101,6 +103,10 @@ def slurm_plugin_import_seconds() -> float:
     return time.perf_counter() - started
 
 
+def per_job_arg(text: str) -> int | str:
+    return text if text == "auto" else int(text)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, nargs="+", default=[100, 1000, 4000, 59166],
@@ -108,7 +114,7 @@ def main() -> None:
     parser.add_argument("--group-size", type=int,
                         default=PAPER["corpus"]["slimpajama"]["group_size"],
                         help="listed files per shard (default: config/paper.yaml's)")
-    parser.add_argument("--shards-per-job", type=int, nargs="+",
+    parser.add_argument("--shards-per-job", type=per_job_arg, nargs="+",
                         default=[PAPER["annotate"].get("shards_per_job", 1)],
                         help="corpus and annotate .shards_per_job, one run each "
                              "(default: the paper's)")
@@ -126,7 +132,9 @@ def main() -> None:
                 seconds, jobs, rss_gb = plan(root)
             baseline = baseline or seconds
             shards = -(-files // args.group_size)
-            line = (f"{files:>6} files  {shards:>5} shards  {per_job:>3} shards/job  "
+            shown = per_job if per_job != "auto" else (
+                f"auto={resolve_per_job(per_job, args.group_size)}")
+            line = (f"{files:>6} files  {shards:>5} shards  {shown:>4} shards/job  "
                     f"{seconds:6.1f} s  {jobs:>6} jobs  {1000 * seconds / jobs:5.2f} ms/job  "
                     f"peak RSS {rss_gb:4.2f} GB  ratio {seconds / baseline:5.2f}  "
                     f"less the plugin's import {seconds - plugin_seconds:6.1f} s")

@@ -187,3 +187,17 @@ def test_a_batch_job_with_too_few_output_paths_stops(tmp_path, tiny_tokenizer_di
         run_cli("tokens", "encode", "--shard-files", json.dumps({"a": [], "b": []}),
                 "--tokenizer", str(tiny_tokenizer_dir), "--max-doc-chars", "10",
                 "--out-tokens", "x", "--out-meta", "m", "--report", "r", "--quarantine", "q")
+
+
+def test_auto_batches_jobs_to_read_about_64_raw_files():
+    from selectlab.annotate.resolve import shards_per_job
+    from selectlab.shard_jobs import resolve_per_job
+
+    assert [resolve_per_job("auto", files) for files in (1, 4, 8, 32, 64, 200)] == [
+        100, 10, 10, 1, 1, 1]
+    assert resolve_per_job(10, 64) == 10  # a number is kept as set
+    paper = {"corpus": {"mode": "slimpajama", "slimpajama": {"group_size": 1}},
+             "annotate": {"shards_per_job": "auto"}}
+    assert shards_per_job(paper) == 100
+    paper["corpus"]["slimpajama"]["group_size"] = 64
+    assert shards_per_job(paper) == 1

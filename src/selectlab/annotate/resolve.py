@@ -13,6 +13,7 @@ from selectlab import layout, shard_jobs
 from selectlab.annotate.dsir_sources import is_pool_split, sample_shards, target_files
 from selectlab.annotate.refppl import SMOLLM2_GGUF
 from selectlab.annotate.registry import family_kind
+from selectlab.corpus import resolve as corpus_cfg
 from selectlab.resources import for_shards, job_shape, schema_default
 
 # How fast a job scores, not what it writes: passed apart from the params, so changing them
@@ -65,7 +66,7 @@ def resolve_throughput(config: dict, name: str) -> dict:
 
 
 def shards_per_job(config: dict) -> int:
-    return int(config["annotate"].get("shards_per_job", 1))
+    return corpus_cfg.shards_per_job(config, "annotate")
 
 
 def job_kinds(config: dict, rules: tuple[str, str], shards: Sequence[str],

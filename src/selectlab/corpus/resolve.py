@@ -108,8 +108,21 @@ def job_kinds(config: dict, rules: tuple[str, str], shards: list[str],
               any_shard: str) -> list[shard_jobs.JobKind]:
     """The forms of a tokenisation or pool-cut rule: one shard a job, and batches of
     corpus.shards_per_job shards (selectlab.shard_jobs)."""
-    per_job = int(config["corpus"].get("shards_per_job", 1))
-    return shard_jobs.job_kinds(rules, shards, per_job, "corpus.shards_per_job", any_shard)
+    return shard_jobs.job_kinds(rules, shards, shards_per_job(config, "corpus"),
+                                "corpus.shards_per_job", any_shard)
+
+
+def files_per_shard(config: dict) -> int:
+    """Raw files a shard reads: SlimPajama's group size; an embedded shard is one file."""
+    corpus = config["corpus"]
+    return int(corpus["slimpajama"]["group_size"]) if corpus["mode"] == "slimpajama" else 1
+
+
+def shards_per_job(config: dict, section: str) -> int:
+    """`corpus.shards_per_job` or `annotate.shards_per_job`, `auto` resolved by the files a
+    shard reads (selectlab.shard_jobs.resolve_per_job)."""
+    value = config[section].get("shards_per_job", 1)
+    return shard_jobs.resolve_per_job(value, files_per_shard(config) if value == "auto" else 1)
 
 
 def damaged_file_policy(config: dict) -> str:
