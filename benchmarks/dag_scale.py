@@ -24,7 +24,7 @@ also prints its time less the plugin's import (the wait above), what a submit ho
 answers would see.
 
 Usage: python benchmarks/dag_scale.py [--files 100 1000 4000 59166] [--group-size 64]
-                                      [--shards-per-job 1 10 100]
+                                      [--shards-per-job 1 10 100 auto]
   the target: python benchmarks/dag_scale.py --files 4000 --group-size 1 --shards-per-job 1 10 100
 """
 
