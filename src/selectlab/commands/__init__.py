@@ -23,6 +23,12 @@ def add_action(actions, name: str, func, help_text: str) -> argparse.ArgumentPar
     return parser
 
 
+def add_configfile_argument(parser: argparse.ArgumentParser) -> None:
+    """`--configfile A [B ...]`: the files a `snakemake --configfile` run would merge."""
+    parser.add_argument("--configfile", nargs="+", required=True,
+                        help="config files, later ones merged into earlier (as Snakemake does)")
+
+
 def add_pool_argument(parser: argparse.ArgumentParser) -> None:
     """`--pool`: which shards a selection pool holds, in order (selectlab.selection.pool)."""
     parser.add_argument("--pool", required=True, help="the pool's read report (CSV) or pool "

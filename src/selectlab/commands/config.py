@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from selectlab.commands import add_action
+from selectlab.commands import add_action, add_configfile_argument
 
 
 def check(args) -> dict:
@@ -32,8 +32,7 @@ def show(args) -> None:
 
 
 def config_arguments(parser) -> None:
-    parser.add_argument("--configfile", nargs="+", required=True,
-                        help="config files, later ones merged into earlier (as Snakemake does)")
+    add_configfile_argument(parser)
     parser.add_argument("--schema", default="config/schema/config.schema.yaml")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from selectlab.commands import add_action
+from selectlab.commands import add_action, add_configfile_argument
 
 
 def claims(args) -> dict:
@@ -43,8 +43,7 @@ def register(stages) -> None:
     p = add_action(actions, "claims", claims,
                    "for each claim: can this config decide it, with how many seeds, what it "
                    "lacks and the smallest effect its seeds detect")
-    p.add_argument("--configfile", nargs="+", required=True,
-                   help="config files, later ones merged into earlier (as Snakemake does)")
+    add_configfile_argument(p)
     p.add_argument("--cells", nargs="*", default=[],
                    help="earlier runs' tables/paper_cells.csv: the spread over seeds measured")
     p.add_argument("--claims", default="config/claims.yaml")
