@@ -128,13 +128,18 @@ def slurm_partition_file():
 
 
 def final_targets():
-    """What `all` builds: the main table, the report, the archive, and each stage's targets."""
+    """What `all` builds: the main table, the report, the archive, and each stage's targets.
+    The report's tables are named too: Snakemake does not rebuild a missing intermediate file
+    whose consumers are up to date (snakemake/snakemake#1978), so a table whose job failed and
+    was removed would otherwise stay missing after the next, "nothing to be done" run.
+    """
     return (
         [
             layout.table(RUN, "main", "md"),
             layout.html_report(RUN),
             layout.archive(RUN),
         ]
+        + expand(layout.table(RUN), name=REPORT.report_tables(), ext=["csv", "md"])
         + JUDGE_TARGETS
         + ANNOTATION_TARGETS
         + RATER_TARGETS
