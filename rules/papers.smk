@@ -12,7 +12,7 @@ PAPER_PLAN = papers_plan.paper_plan(config)
 PAPER_PLAN_PARAM = json_param(PAPER_PLAN)
 # What the per-paper tables read: every run's results and every curve snapshot's ICL results.
 PAPER_RESULTS = papers_plan.result_inputs(PAPER_PLAN, RUN)
-PAPER_ROWS = sorted({row for table in PAPER_PLAN["tables"] for row in table["rows"]})
+PAPER_ROWS = papers_plan.table_rows(PAPER_PLAN)
 # A training snapshot evaluates only its curve figure's settings.
 CURVE_ICL_PARAMS = evaluate_cfg.curve_icl_params(config)
 # Shipped with the workflow, so found beside the Snakefile whatever the working directory.

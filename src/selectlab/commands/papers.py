@@ -27,7 +27,7 @@ def tables(args) -> dict:
         read_rater_records,
         read_results,
     )
-    from selectlab.papers.plan import plan_runs
+    from selectlab.papers.plan import plan_runs, table_rows
     from selectlab.papers.tables import all_paper_tables
     from selectlab.report.table_files import write_table
     from selectlab.report.training_tokens import read_training_tokens, short_notes
@@ -43,7 +43,7 @@ def tables(args) -> dict:
     # A row whose selection fell short of its budget says so under each table it is in, with
     # the tokens its model trained on: the rows are then not compared at equal training length.
     rows = {table["name"]: table["rows"] for table in plan["tables"]}
-    read = [row for name in rows for row in rows[name]]
+    read = table_rows(plan)
     tokens = read_training_tokens(
         [p for p in (Path(layout.selection_manifest(run_dir, variant=v)) for v in read)
          if p.exists()],

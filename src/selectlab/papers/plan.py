@@ -72,6 +72,11 @@ def plan_runs(plan: dict) -> list[str]:
     return sorted({name for names in plan["replicates"].values() for name in names})
 
 
+def table_rows(plan: dict) -> list[str]:
+    """Every variant that is a row of a paper plan's tables, once each, by name."""
+    return sorted({row for table in plan["tables"] for row in table["rows"]})
+
+
 def evaluated_variants(config: dict) -> list[str]:
     return plan_runs(paper_plan(config))
 
