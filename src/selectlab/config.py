@@ -30,6 +30,15 @@ def read_config_file(path: str | Path) -> dict:
     return config
 
 
+def file_with_includes(path: str | Path) -> dict:
+    """One included file over what it includes in turn, each file read once."""
+    written = read_config_file(path)
+    merged: dict = {}
+    for name in written.pop(INCLUDE, []):
+        merged = deep_merge(merged, file_with_includes(name))
+    return deep_merge(merged, written)
+
+
 def included_settings(paths: list[str | Path]) -> dict:
     """The settings that the files' `include:` lists name, each merged over the ones before,
     includes of includes first. A config file keeps the settings a reader needs to see its rows
@@ -37,10 +46,7 @@ def included_settings(paths: list[str | Path]) -> dict:
     merged: dict = {}
     for path in paths:
         for name in read_config_file(path).get(INCLUDE, []):
-            included = read_config_file(name)
-            below = included_settings([name])
-            merged = deep_merge(merged, deep_merge(below, included))
-    merged.pop(INCLUDE, None)
+            merged = deep_merge(merged, file_with_includes(name))
     return merged
 
 
