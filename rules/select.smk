@@ -53,6 +53,7 @@ rule select:
         scores=lambda w: select_cfg.score_inputs(config, RUN, w.variant),
         ranks=lambda w: select_cfg.rank_inputs(config, RUN, w.variant),
         upstream=lambda w: select_cfg.selection_upstream(config, RUN, w.variant),
+        method=lambda w: select_cfg.method_inputs(config, w.variant),
     output:
         selection=layout.selection(RUN),
         manifest=layout.selection_manifest(RUN),

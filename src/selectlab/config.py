@@ -16,18 +16,49 @@ from pathlib import Path
 
 import yaml
 
+from selectlab.plugins.loading import anchored
+
 INCLUDE = "include"
 
 
 def read_config_file(path: str | Path) -> dict:
-    """One config file as written, its `include:` paths made absolute (each is relative to the
-    file that names it), so a copy written elsewhere still finds them."""
+    """One config file as written, its `include:` paths and plugins' .py files made absolute
+    (each is relative to the file that names it), so a copy written elsewhere still finds them."""
     with open(path) as handle:
         config = yaml.safe_load(handle) or {}
+    here = Path(path).resolve().parent
     if INCLUDE in config:
-        here = Path(path).resolve().parent
         config[INCLUDE] = [str(here / name) for name in config[INCLUDE]]
+    for entry in plugin_entries(config).values():
+        entry["module"] = anchored(entry["module"], here)
     return config
+
+
+def plugin_entries(config: dict) -> dict[tuple[str, str], dict]:
+    """The config's plugin entries that name a module (selectlab.plugins), by (section, name):
+    score families of kind plugin and selection methods."""
+    found = {}
+    families = (config.get("annotate") or {}).get("families") or {}
+    methods = (config.get("selection") or {}).get("methods") or {}
+    for section, entries in (("annotate.families", families), ("selection.methods", methods)):
+        for name, entry in entries.items():
+            if isinstance(entry, dict) and isinstance(entry.get("module"), str) and (
+                    section == "selection.methods" or entry.get("kind") == "plugin"):
+                found[(section, name)] = entry
+    return found
+
+
+def anchor_plugin_modules(config: dict, paths: list[str | Path]) -> None:
+    """Plugins' relative .py paths in the top-level files (as Snakemake read them) made
+    relative to the file that names them, as `read_config_file` does for included files."""
+    entries = plugin_entries(config)
+    for path in paths:
+        with open(path) as handle:
+            written = plugin_entries(yaml.safe_load(handle) or {})
+        here = Path(path).resolve().parent
+        for key, entry in written.items():
+            if key in entries and entries[key]["module"] == entry["module"]:
+                entries[key]["module"] = anchored(entry["module"], here)
 
 
 def file_with_includes(path: str | Path) -> dict:
@@ -55,6 +86,7 @@ def with_includes(config: dict, paths: list[str | Path]) -> dict:
     overrides) on top of what their `include:` lists name, the `include` key itself gone."""
     merged = deep_merge(included_settings(paths), config)
     merged.pop(INCLUDE, None)
+    anchor_plugin_modules(merged, paths)
     return merged
 
 

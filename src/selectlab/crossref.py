@@ -3,7 +3,8 @@
 The schema checks each value on its own; this module checks what the values refer to: score
 columns (`family.column`) against what the configured annotation families write, Meta-rater
 searches, curriculum bases, `init_from` variants, model presets, the evaluation baseline,
-annotation families' raters, raters' judge protocols, DSIR's held-out targets and each
+annotation families' raters, raters' judge protocols, your own families and methods
+(selectlab.plugins.checks), DSIR's held-out targets and each
 variant's selection pool (its scores annotated there, its method able to use it). It also
 checks numbers that only make sense together: a weighted top-k's weights against its scores,
 the micro batch against the global batch and the job's world size, and (once tokenisation has
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from selectlab import layout
 from selectlab.config_errors import ConfigError, suggestion
+from selectlab.plugins import checks as plugin_checks
 
 META_COLUMNS = ("set_name", "source_detail", "n_chars", "n_tokens", "token_offset")
 REFPPL_COLUMNS = ("ref_nll", "ref_ppl", "ref_tokens")
@@ -45,6 +47,8 @@ def family_columns(config: dict) -> dict[str, list[str]]:
             columns[name] = ["embedding"]
         elif kind in ("rater", "rater_generative"):
             columns[name] = rater_columns(config, family["rater"])
+        elif kind == "plugin":
+            columns[name] = plugin_checks.family_columns(family, name)
     return columns
 
 
@@ -107,6 +111,8 @@ class Checker:
         params = variant.get("params", {})
         self.scores(f"{where}.params", params)
         method = variant["method"]
+        self.name(f"{where}.method", method, plugin_checks.known_methods(self.config),
+                  "selection method (built-in, or yours in selection.methods)")
         if method == "weighted_topk" and len(params["weights"]) != len(params["scores"]):
             self.problems.append(f"{where}.params.weights: {len(params['weights'])} weights for "
                                  f"{len(params['scores'])} scores; give one weight per score")
@@ -216,6 +222,8 @@ def pool_tokens(run_dir: str | Path | None) -> int | None:
 
 def problems(config: dict, run_dir: str | Path | None = None) -> list[str]:
     checker = Checker(config)
+    checker.problems += plugin_checks.family_problems(config)
+    checker.problems += plugin_checks.method_problems(config)
     checker.training("pretrain", {}, None)
     for name, variant in config["variants"].items():
         checker.variant(name, variant)

@@ -18,7 +18,8 @@ import pytest
 from conftest import encode, record, write_jsonl_zst
 
 from selectlab.annotate.runner import annotate_shard, sidecar_read_report
-from selectlab.annotate.signals import SignalsAnnotator, compute_signals
+from selectlab.annotate.signals import compute_signals, redpajama_signals
+from selectlab.plugins.families import PluginAnnotator
 from selectlab.shards import read_all
 from selectlab.tokens import META_SCHEMA, tokenize_shard
 
@@ -58,7 +59,7 @@ def big_shard(path: Path, n_docs: int, words_per_doc: int, seed: int = 0,
 
 
 def annotate_signals(shard: Path, meta: Path, out: Path, batch_size: int = 4):
-    return annotate_shard([shard], meta, SignalsAnnotator(), out, family="signals",
+    return annotate_shard([shard], meta, signals_annotator(), out, family="signals",
                           shard="s", batch_size=batch_size, max_chars=100_000)
 
 
@@ -218,12 +219,16 @@ def test_one_job_scores_several_shards_into_one_sidecar_each(tmp_path):
         assert entry["documents"] == len(read_all([shards[name]])[0])
 
 
-class FailingModel(SignalsAnnotator):
+def signals_annotator() -> PluginAnnotator:
+    return PluginAnnotator(redpajama_signals, {}, 0, kind="signals")
+
+
+class FailingModel(PluginAnnotator):
     """Signals, plus a model failure for every `every`-th document (as a generative rater
     records an unparseable answer: the row stays, with a reason)."""
 
     def __init__(self, every: int):
-        super().__init__()
+        super().__init__(redpajama_signals, {}, 0, kind="signals")
         self.every, self.seen, self.failed = every, 0, 0
 
     def annotate_batch(self, docs):

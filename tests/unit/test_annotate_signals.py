@@ -14,10 +14,10 @@ import pyarrow as pa
 import pytest
 from rpv2_reference import reference_signals
 
+from selectlab.annotate.registry import build_annotator
 from selectlab.annotate.signals import (
     SIGNAL_COLUMNS,
     SIGNALS_SCHEMA,
-    SignalsAnnotator,
     compute_signals,
     normalize,
 )
@@ -192,7 +192,7 @@ def test_every_signal_agrees_with_an_independent_implementation_outside_the_corp
 def test_annotator_writes_one_row_per_document_in_order_with_the_declared_types():
     docs = [Document(id=str(i), text=text, set_name="S")
             for i, text in enumerate([DOCUMENT, "...", "word"])]
-    columns = SignalsAnnotator().annotate_batch(docs)
+    columns = build_annotator({"kind": "signals"}, []).annotate_batch(docs)
     table = pa.table(columns, schema=SIGNALS_SCHEMA)
     assert table.num_rows == 3
     assert table.column("doc_word_count").to_pylist() == [12, 0, 1]

@@ -15,12 +15,27 @@ from selectlab.annotate.dsir import DsirAnnotator
 from selectlab.annotate.embedding import MINILM, MINILM_LABEL, EmbeddingAnnotator, minilm_path
 from selectlab.annotate.rater_family import RaterAnnotator, rater_dir_inputs, rater_dir_of
 from selectlab.annotate.refppl import SMOLLM2_GGUF, SMOLLM2_LABEL, ReferenceLMAnnotator
-from selectlab.annotate.signals import SignalsAnnotator
+from selectlab.annotate.signals import redpajama_signals
 from selectlab.mates import annotator as mates_influence
+from selectlab.plugins.families import PluginAnnotator
+from selectlab.plugins.loading import is_file_module, load_object
 
 
 def build_signals(params: dict, fitted: list[str], gpus: int) -> Annotator:
-    return SignalsAnnotator()
+    return PluginAnnotator(redpajama_signals, {}, gpus, kind="signals")
+
+
+def build_plugin(params: dict, fitted: list[str], gpus: int) -> Annotator:
+    """Your own family (selectlab.plugins): its object, loaded from where the config says."""
+    where = f"annotate.families ({params.get('module') or params.get('entry_point')})"
+    return PluginAnnotator(load_object(params, "family", where), params.get("options", {}), gpus,
+                           nan=params.get("nan", "refuse"), where=where)
+
+
+def plugin_fitted(run_dir: str, name: str, params: dict) -> list[str]:
+    """A family's own .py file: editing it reruns the family's annotation."""
+    module = params.get("module", "")
+    return [module] if is_file_module(module) else []
 
 
 def build_dsir(params: dict, fitted: list[str], gpus: int) -> Annotator:
@@ -74,7 +89,10 @@ def rater_fitted(run_dir: str, name: str, params: dict) -> list[str]:
 
 
 FAMILIES: dict[str, FamilyKind] = {
+    # Written on the plugin contract, as a user's family is (selectlab.plugins).
     "signals": FamilyKind(build=build_signals),
+    # Your own family: a function or class of texts (docs/your_method.md); torch is there.
+    "plugin": FamilyKind(build=build_plugin, fitted_inputs=plugin_fitted, container="train"),
     "dsir": FamilyKind(build=build_dsir, fitted_inputs=dsir_fitted),
     "refppl": FamilyKind(build=build_refppl, fitted_inputs=refppl_fitted, container="train",
                          uses_model=True),

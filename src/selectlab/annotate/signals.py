@@ -66,8 +66,8 @@ from operator import itemgetter
 
 import pyarrow as pa
 
-from selectlab.annotate.base import MISSING_REASON, Annotator, join_reasons
-from selectlab.shards import Document
+from selectlab.annotate.base import MISSING_REASON, join_reasons
+from selectlab.plugins.families import score_family
 
 PUNCTUATION = str.maketrans("", "", string.punctuation)
 WHITESPACE_RUN = re.compile(r"\s+")
@@ -191,13 +191,9 @@ def compute_signals(text: str) -> dict[str, float | int | str | None]:
     return values
 
 
-class SignalsAnnotator(Annotator):
-    kind = "signals"
-
-    @property
-    def schema(self) -> pa.Schema:
-        return SIGNALS_SCHEMA
-
-    def annotate_batch(self, docs: Sequence[Document]) -> dict[str, list]:
-        rows = [compute_signals(doc.text) for doc in docs]
-        return {name: [row[name] for row in rows] for name in SIGNALS_SCHEMA.names}
+@score_family({name: "int64" if name in COUNT_COLUMNS else "float64" for name in SIGNAL_COLUMNS})
+def redpajama_signals(texts: list[str]) -> dict[str, list]:
+    """The family on the plugin contract (selectlab.plugins), as a user's family is written:
+    the 11 signals of each text and its `missing_reason`."""
+    rows = [compute_signals(text) for text in texts]
+    return {name: [row[name] for row in rows] for name in SIGNALS_SCHEMA.names}

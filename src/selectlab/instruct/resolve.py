@@ -10,6 +10,7 @@ and names its reference variant and the variants judged against it.
 
 from __future__ import annotations
 
+from selectlab.plugins.checks import variant_label
 from selectlab import layout
 from selectlab.resources import job_shape, schema_default
 from selectlab.train.resolve import seq_len
@@ -123,7 +124,7 @@ def judge_notes(config: dict) -> list[str]:
 def resolve_winrate(config: dict, notes: list[str]) -> dict:
     """What the win-rate table and figure need: comparisons, labels, bootstrap, caveats."""
     section = config["instruct"].get("winrate", {})
-    labels = {name: v.get("label", name) for name, v in config["variants"].items()}
+    labels = {name: variant_label(config, name) for name in config["variants"]}
     return {"comparisons": comparisons(config), "labels": labels,
             "bootstrap_samples": section.get("bootstrap_samples", 1000),
             "seed": int(section.get("seed", config["seed"])),

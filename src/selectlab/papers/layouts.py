@@ -37,6 +37,9 @@ class TableLayout:
     split: str | None = None
     extra_tasks: bool = False
     item: str = "table"  # or "figure": the paper draws these numbers as a chart
+    # Your own rows (selectlab.plugins) join this table beside the paper's: the main
+    # comparison of each paper and its per-task breakdown.
+    open_rows: bool = False
 
     @property
     def name(self) -> str:
@@ -53,12 +56,15 @@ LAYOUTS: dict[str, TableLayout] = {
     layout.name: layout
     for layout in (
         TableLayout("qurating", "1", "summary",
-                    "QuRating Table 1: perplexity and ICL per selection", perplexity=True),
+                    "QuRating Table 1: perplexity and ICL per selection", perplexity=True,
+                    open_rows=True),
         TableLayout("qurating", "6", "rater",
                     "QuRating Table 6: QuRater accuracy by training setup"),
-        TableLayout("qurating", "9", "per_task", "QuRating Table 9: ICL per task"),
+        TableLayout("qurating", "9", "per_task", "QuRating Table 9: ICL per task",
+                    open_rows=True),
         TableLayout("dataman", "1", "summary",
-                    "DataMan Table 1: perplexity and ICL per selection", perplexity=True),
+                    "DataMan Table 1: perplexity and ICL per selection", perplexity=True,
+                    open_rows=True),
         TableLayout("dataman", "2", "domain",
                     "DataMan Table 2: domain continued pre-training on MMLU subtasks",
                     perplexity=True),
@@ -66,14 +72,17 @@ LAYOUTS: dict[str, TableLayout] = {
                     "DataMan Table 12: validation perplexity per source", split="validation"),
         TableLayout("dataman", "13", "ppl_source",
                     "DataMan Table 13: test perplexity per source", split="test"),
-        TableLayout("dataman", "14", "per_task", "DataMan Table 14: ICL per task"),
+        TableLayout("dataman", "14", "per_task", "DataMan Table 14: ICL per task",
+                    open_rows=True),
         TableLayout("dataman", "15", "summary", "DataMan Table 15: 60B-token budgets",
                     perplexity=True),
         TableLayout("metarater", "1", "summary",
-                    "Meta-rater Table 1: selection methods on downstream tasks"),
+                    "Meta-rater Table 1: selection methods on downstream tasks",
+                    open_rows=True),
         TableLayout("metarater", "3", "summary", "Meta-rater Table 3: model and data scale"),
         TableLayout("metarater", "4", "summary", "Meta-rater Table 4: naive combinations"),
-        TableLayout("metarater", "13", "per_task", "Meta-rater Table 13: ICL per task"),
+        TableLayout("metarater", "13", "per_task", "Meta-rater Table 13: ICL per task",
+                    open_rows=True),
         TableLayout("metarater", "19", "per_task",
                     "Meta-rater Table 19: MMLU and NaturalQuestions", extra_tasks=True),
         TableLayout("metarater", "1", "curve",

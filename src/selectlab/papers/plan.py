@@ -5,6 +5,7 @@ rows, each paper task's evaluated setting, every row's replicates, labels and th
 
 from __future__ import annotations
 
+from selectlab.plugins.checks import variant_label
 from selectlab import layout
 from selectlab.papers import protocols as P
 from selectlab.papers.rater_comparison import compared_raters, comparison_plan
@@ -60,7 +61,7 @@ def paper_plan(config: dict) -> dict:
         "stand_ins": P.uses_local_tasks(config),
         "curve_runs": [list(pair) for pair in curve_runs(config)],
         "replicates": {v: replicate_names(config, v) for v in sorted(members)},
-        "labels": {v: config["variants"][v].get("label", v) for v in sorted(members)},
+        "labels": {v: variant_label(config, v) for v in sorted(members)},
         "paper_rows": {v: config["variants"][v]["rerun_of"] for v in sorted(members)
                        if "rerun_of" in config["variants"][v]},
         "scale": run_scale(config),

@@ -143,16 +143,21 @@ class PaperTable:
 
 
 def paper_tables(config: dict) -> list[PaperTable]:
-    """Every configured numbered table that has at least one row, in protocol order."""
+    """Every configured numbered table that has at least one row, in protocol order; your own
+    rows (selectlab.plugins) join the tables whose layout has `open_rows`."""
+    from selectlab.plugins.checks import users_variants
+
     tables = []
     for protocol in protocols(config).values():
         for table_id, spec in protocol.tables.items():
             if "rater" in spec:  # rows are rater trainings (selectlab.papers.rater_comparison)
                 continue
             rows = table_rows(config, spec)
+            shape = layout(protocol.name, table_id)
+            if rows and shape.open_rows:
+                rows = list(dict.fromkeys(rows + users_variants(config)))
             if rows:
-                tables.append(PaperTable(protocol, layout(protocol.name, table_id), tuple(rows),
-                                         table_id))
+                tables.append(PaperTable(protocol, shape, tuple(rows), table_id))
     return tables
 
 

@@ -13,6 +13,7 @@ judge's labels.
 
 from __future__ import annotations
 
+from selectlab.plugins.checks import variant_label
 from dataclasses import dataclass
 
 from selectlab import layout
@@ -186,7 +187,7 @@ def report_descriptions(config: dict) -> dict:
     """What the tables and figures show about each variant; `order` keeps the config's order
     through the sorted-key JSON the workflow passes (see `config_order`)."""
     return {
-        name: {"family": v["family"], "method": v["method"], "label": v.get("label", name),
+        name: {"family": v["family"], "method": v["method"], "label": variant_label(config, name),
                "params": v.get("params", {}), "order": index}
         for index, (name, v) in enumerate(config["variants"].items())
     }

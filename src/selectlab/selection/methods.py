@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from selectlab.plugins.methods import as_method
+from selectlab.selection import rules
 from selectlab.selection.columns import RandomStream
 from selectlab.selection.combine import intersection, mean_rating, metarater, weighted_topk
 from selectlab.selection.context import Choice, Keys, Method, MethodContext
@@ -119,50 +121,6 @@ def rating_mix(context: MethodContext) -> Choice:
     return Choice(keys=Keys(record))
 
 
-def topk(context: MethodContext) -> Choice:
-    """Highest score first (use a '-' reference for lowest first); ties in random order."""
-    score = context.column(context.params["score"])
-    tiebreak = context.random_stream()
-    return Choice(keys=Keys(lambda: zip(score.chunks(), tiebreak.chunks(), strict=True),
-                            tiebreak=True))
-
-
-def score_level(context: MethodContext) -> Choice:
-    """Uniform sampling among the documents whose score equals `level` (DataMan's l)."""
-    values = context.column(context.params["score"])
-    level = np.float32(context.params["level"])
-    noise = context.random_stream()
-
-    def chunks():
-        for score, u in zip(values.chunks(), noise.chunks(), strict=True):
-            u[score != level] = -np.inf
-            yield u, None
-
-    return Choice(keys=Keys(chunks))
-
-
-def dsir(context: MethodContext) -> Choice:
-    """Importance resampling without replacement: Gumbel top-k on log importance weights.
-
-    Several targets form an equal mixture: log w = logsumexp(log w_t) - log(T).
-    """
-    targets = [context.column(text) for text in context.params["scores"]]
-    noise = context.random_stream()
-    log_count = np.float32(np.log(len(targets)))
-
-    def chunks():
-        for u, *weights in zip(noise.chunks(), *(t.chunks() for t in targets), strict=True):
-            log_weight = None
-            for values in weights:
-                values = values.astype(np.float32, copy=False)
-                log_weight = values if log_weight is None else np.logaddexp(log_weight, values)
-            keys = gumbel_from_uniform(u)
-            keys += log_weight - log_count
-            yield keys, None
-
-    return Choice(keys=Keys(chunks))
-
-
 def curriculum(context: MethodContext) -> Choice:
     """Exactly another variant's documents (its `selection.parquet`, the upstream input)."""
     if context.upstream is None:
@@ -196,9 +154,9 @@ METHODS: dict[str, Method] = {
     "uniform": uniform_priority,
     "rating_sample": rating_sample,
     "rating_mix": rating_mix,
-    "topk": topk,
-    "score_level": score_level,
-    "dsir": dsir,
+    "topk": as_method(rules.topk, "topk"),
+    "score_level": as_method(rules.score_level, "score_level"),
+    "dsir": as_method(rules.dsir, "dsir"),
     "semdedup": semdedup,
     "weighted_topk": weighted_topk,
     "mean_rating": mean_rating,

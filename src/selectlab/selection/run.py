@@ -16,7 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from selectlab.selection.budget import StratumOutcome, outcomes
-from selectlab.selection.context import Choice, MethodContext, put_keys
+from selectlab.plugins.loading import load_object
+from selectlab.plugins.methods import as_method
+from selectlab.selection.context import Choice, Method, MethodContext, put_keys
 from selectlab.selection.memory import SelectionLimits, plan_memory, unlimited
 from selectlab.selection.methods import METHODS, uniform_keys
 from selectlab.selection.output import training_order, write_selection
@@ -39,11 +41,19 @@ class SelectionSpec:
     params: dict = field(default_factory=dict)
     shared_from: str | None = None  # another variant whose identical selection this one reuses
     reference_seed: int | None = None  # the uniform variant's seed, for the overlap (None: own)
+    plugin: dict | None = None  # where your own method is (selection.methods.<method>)
 
     def __post_init__(self):
-        if self.method not in METHODS:
+        if self.method not in METHODS and self.plugin is None:
             raise ValueError(f"variant {self.name!r}: unknown selection method {self.method!r}; "
                              f"known: {sorted(METHODS)}")
+
+    def method_function(self) -> Method:
+        """A built-in method, or yours loaded from its module (selectlab.plugins)."""
+        if self.plugin is None:
+            return METHODS[self.method]
+        where = f"selection.methods.{self.method}"
+        return as_method(load_object(self.plugin, "method", where), where)
         if self.budget_tokens <= 0:
             raise ValueError(f"variant {self.name!r}: budget must be positive")
 
@@ -89,7 +99,7 @@ def choose(spec: SelectionSpec, pool: Pool, store: UnitStore, upstream: str | Pa
     where = WhereFilter(pool, params.get("where", {}), missing)
     context = MethodContext(pool, store, params, spec.seed, rng, quotas, spec.budget_tokens,
                             limits.take, Path(upstream) if upstream else None, missing=missing)
-    choice: Choice = METHODS[spec.method](context)
+    choice: Choice = spec.method_function()(context)
     if choice.chosen is not None:
         filtered_out = sum(int((~keep).sum()) for keep in where.chunks())  # counts, as before
         taken = exact_set(store, pool, choice.chosen)
