@@ -13,11 +13,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from selectlab.plugins.rows import variant_label
 from selectlab.selection import mates_stages
 from selectlab.selection.pools import variant_pool
 from selectlab.selection.resolve import resolve_selection
 from tests.e2e.workflow_run import REPO
 from tests.instruct_judging import judge_tuned_against_untuned
+from tests.your_method import write_doc_files
+
+# docs/your_method.md's two rows, as every table labels them.
+YOUR_LABELS = ["Lexical density top-k (yours)", "Lexical density tau=2 (yours)"]
 
 
 def test_every_stage_wrote_its_files(run_dir, config):
@@ -142,7 +147,7 @@ def test_trained_models_beat_a_random_init_model_on_heldout_text(run_dir, config
 
 def test_tables_have_one_row_per_variant_with_finite_numbers(run_dir, config):
     main = pd.read_csv(run_dir / "tables/main.csv")
-    labels = [v.get("label", name) for name, v in config["variants"].items()]
+    labels = [variant_label(config, name) for name in config["variants"]]
     assert sorted(main["variant"]) == sorted(labels)
     numeric = main.drop(columns=["family", "variant"])
     assert np.isfinite(numeric.to_numpy(dtype=float)).all()
@@ -150,8 +155,8 @@ def test_tables_have_one_row_per_variant_with_finite_numbers(run_dir, config):
     assert main.loc[main["variant"] == baseline].filter(like="delta").iloc[0, 0] == 0.0
     # Tokens as the run's files record them: every selection here fills its budget.
     rows = main.set_index("variant")
-    for name, variant in config["variants"].items():
-        row = rows.loc[variant.get("label", name)]
+    for name in config["variants"]:
+        row = rows.loc[variant_label(config, name)]
         manifest = json.loads((run_dir / f"selections/{name}/manifest.json").read_text())
         log = pd.read_csv(run_dir / f"models/{name}/train_log.csv")
         assert row["tokens_selected"] == manifest["unique_tokens"] >= manifest["budget_tokens"]
@@ -172,7 +177,8 @@ def test_papers_tables_comparison_and_claims(run_dir, config):
         "Selection method", "Val Perplexity", "Test Perplexity",
         "Reading Comprehension (5 tasks)", "Commonsense Reasoning (3 tasks)",
         "World Knowledge (2 tasks)", "Average (10 tasks)"]
-    assert dataman["Selection method"].tolist() == ["Uniform", "Uniform (+50% data)"]
+    assert dataman["Selection method"].tolist() == ["Uniform", "Uniform (+50% data)",
+                                                    *YOUR_LABELS]
     assert " ± " in dataman.iloc[0]["Average (10 tasks)"]  # uniform ran with two seeds
     metarater = pd.read_csv(tables / "metarater_table1.csv")
     assert list(metarater.columns)[-1] == "Average (8 tasks)"
@@ -227,6 +233,51 @@ def test_papers_tables_comparison_and_claims(run_dir, config):
     first = html.index("<h2>")
     assert html[first:].startswith("<h2>QuRating Table 1")
     assert html.index("The papers&#x27; claims") < html.index("<h2>Main results")
+
+
+def test_your_family_and_rows_run_beside_the_papers(run_dir, config, tmp_path):
+    """docs/your_method.md's example, run from a folder outside the repository: its family is
+    annotated per shard like the built-in ones, its rows are selected, trained and evaluated,
+    and every table and the report carries them, labelled as the user's."""
+    from selectlab.plugins.families import PluginAnnotator
+    from selectlab.plugins.loading import load_object
+    from selectlab.shards import read_all
+
+    module = Path(config["annotate"]["families"]["lexical"]["module"])
+    assert not module.is_relative_to(REPO) and module.is_file()
+    example = load_object({"module": str(write_doc_files(tmp_path)["lexical.py"])}, "family",
+                          "test")
+    scorer = PluginAnnotator(example, {}, 0)
+    density = []
+    for meta in sorted((run_dir / "attributes/meta").glob("shard_?????.parquet")):
+        sidecar = pd.read_parquet(run_dir / "attributes/lexical" / meta.name)
+        assert sidecar["id"].tolist() == pd.read_parquet(meta, columns=["id"])["id"].tolist()
+        assert list(sidecar.columns) == ["id", "lexical_density", "mean_word_length",
+                                         "missing_reason"]
+        docs, _ = read_all([run_dir / "corpus/raw" / f"{meta.stem}.jsonl.zst"],
+                           max_chars=config["corpus"]["reader"]["max_doc_chars"])
+        texts = {doc.id: doc.text for doc in docs}
+        first = sidecar.head(25)
+        expected = scorer.score_texts([texts[i] for i in first["id"]])
+        assert first["lexical_density"].tolist() == pytest.approx(
+            expected["lexical_density"], nan_ok=True)
+        density.append(sidecar.set_index("id")["lexical_density"])
+    density = pd.concat(density)
+    selected = {name: density.reindex(pd.read_parquet(
+        run_dir / f"selections/{name}/selection.parquet")["id"]).mean()
+        for name in ("uniform", "lexical_t2", "lexical_topk")}
+    # Sampling at tau = 2 leans to dense text; the top-k takes the densest.
+    assert selected["uniform"] < selected["lexical_t2"] < selected["lexical_topk"]
+    main = pd.read_csv(run_dir / "tables/main.csv").set_index("variant")
+    assert main.loc[YOUR_LABELS, "family"].tolist() == ["yours", "yours"]
+    assert np.isfinite(main.loc[YOUR_LABELS].drop(columns="family").to_numpy(float)).all()
+    for table in ("qurating_table1", "qurating_table9", "dataman_table1", "dataman_table14",
+                  "metarater_table1", "metarater_table13"):
+        rows = pd.read_csv(run_dir / f"tables/{table}.csv").iloc[:, 0].tolist()
+        assert rows[-2:] == YOUR_LABELS, table
+    assert "Lexical density" not in (run_dir / "tables/metarater_figure1.csv").read_text()
+    html = (run_dir / "report/report.html").read_text()
+    assert all(html.count(label) >= 7 for label in YOUR_LABELS)
 
 
 def test_report_renders_every_table_and_figure_in_a_browser(run_dir):

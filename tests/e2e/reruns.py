@@ -104,8 +104,9 @@ def test_a_second_run_from_scratch_selects_the_same_documents_and_archives_the_s
         run_dir, config):
     # Same seed, same inputs, same selections. The first run moves aside, so the second one
     # runs in the same place (paths, git state) with nothing to reuse. It stops at the
-    # selections of the rows that need no trained model: uniform sampling, and the QuRating row
-    # (corpus, judge, rater, the pool's cut and annotation, selection), plus the provenance
+    # selections of the rows that need no trained model: uniform sampling, the QuRating row
+    # (corpus, judge, rater, the pool's cut and annotation, selection) and the user's tau=2 row
+    # (docs/your_method.md: its own family's annotation), plus the provenance
     # records; Meta-rater's proxies and MATES's staged models are left out to keep CI inside its
     # time. Every archive member the second run rebuilds must carry the first archive's
     # checksum, as the archive stores it (timings stripped).
@@ -116,7 +117,7 @@ def test_a_second_run_from_scratch_selects_the_same_documents_and_archives_the_s
         root = layout.run_dir(config["run"])
         variants = [v for v in config["variants"] if config["variants"][v]["method"] in
                     ("uniform", "rating_sample")]
-        assert "educational_value_t2" in variants and len(variants) == 3
+        assert {"educational_value_t2", "lexical_t2"} <= set(variants) and len(variants) == 4
         records = [layout.provenance(root), layout.read_report(root)]
         records += [layout.environment(root, env) for env in report_cfg.environments(config)]
         result = snakemake(*[layout.selection(root, variant) for variant in variants], *records)

@@ -1,6 +1,7 @@
 """The whole workflow on the tests-only config, run once, and every check of it.
 
-The `run_dir` fixture below runs `snakemake` on `.test/config.yaml` (results under results/test/)
+The `run_dir` fixture below runs `snakemake` on `.test/config.yaml` and the worked example of
+docs/your_method.md (results under results/test/)
 once for this module. The checks live in three modules by theme and are collected here, so that
 they share that one run (pytest-xdist schedules whole files, --dist loadfile), in source order,
 module after module; the reruns, which move and replace the run's files, come last:
@@ -20,16 +21,17 @@ from pathlib import Path
 
 import pytest
 
-from selectlab.config import load_config
+from selectlab.config import deep_merge, load_config
 from tests.e2e import outputs, records, reruns
-from tests.e2e.workflow_run import CONFIG, REPO, snakemake
+from tests.e2e.workflow_run import CONFIG, REPO, snakemake, yours_config
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
 def config() -> dict:
-    return load_config(CONFIG)
+    """The run's config: the tests-only one with the user's example of docs/your_method.md."""
+    return deep_merge(load_config(CONFIG), load_config(yours_config()))
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,7 @@
 """The tests-only workflow run that every e2e module reads, and helpers to drive and read it.
 
-One run of `snakemake` on `.test/config.yaml` (results under results/test/) per test session,
+One run of `snakemake` on `.test/config.yaml` with docs/your_method.md's example over it
+(results under results/test/) per test session,
 started by the `run_dir` fixture (tests/e2e/conftest.py). The e2e modules share one xdist
 worker (tests/conftest.py puts them in one group), so the workflow runs once; their files run
 in name order, the reruns last.
@@ -8,21 +9,40 @@ in name order, the reruns last.
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
 import tarfile
+import tempfile
 from pathlib import Path
+
+from tests.your_method import write_doc_files
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / ".test" / "config.yaml"
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 
 
+@functools.cache
+def yours_config() -> Path:
+    """docs/your_method.md's worked example (a score family of the user's and two rows), in a
+    folder outside the repository as a user keeps it; the run adds it over the tests-only
+    config, as the page says."""
+    directory = Path(tempfile.mkdtemp(prefix="selectlab-your-method-"))
+    return write_doc_files(directory)["your_method.yaml"]
+
+
+def config_files(config: Path) -> list[Path]:
+    """The files a run of `config` is given: the tests-only config with the user's example."""
+    return [config, yours_config()] if config == CONFIG else [config]
+
+
 def snakemake(*args: str, config: Path = CONFIG) -> subprocess.CompletedProcess:
     # Rules call `selectlab`, which lives next to this interpreter (the activated venv in use).
     env = os.environ | {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    return subprocess.run([*SNAKEMAKE, "--configfile", str(config), "--cores", "2", *args],
+    files = [str(path) for path in config_files(config)]
+    return subprocess.run([*SNAKEMAKE, "--configfile", *files, "--cores", "2", *args],
                           cwd=REPO, capture_output=True, text=True, env=env)
 
 

@@ -3,6 +3,7 @@ kind or rater cannot be configured before it exists, nor exist without being con
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import yaml
@@ -23,9 +24,14 @@ def schema(name: str) -> dict:
 def test_selection_method_enum_is_the_registered_methods():
     # MATES is selected stage by stage (its stages use registered methods), so it is a method
     # of the configuration without being one of a single selection job.
-    enum = schema("variants.schema.yaml")["properties"]["method"]["enum"]
+    # Any other name is yours (selection.methods), checked by name in selectlab.crossref.
+    conditions = schema("variants.schema.yaml")["allOf"]
+    (enum,) = [c["if"]["properties"]["method"]["not"]["enum"] for c in conditions
+               if "not" in c["if"]["properties"]["method"]]
     assert MATES_METHOD not in METHODS
     assert sorted(enum) == sorted([*METHODS, MATES_METHOD])
+    assert sorted(enum) == sorted(re.findall(r"\b[a-z_]+\b", schema("variants.schema.yaml")[
+        "properties"]["method"]["description"].split("(")[1].split(")")[0]))
 
 
 def test_annotation_family_kinds_are_the_registered_kinds():
@@ -34,7 +40,9 @@ def test_annotation_family_kinds_are_the_registered_kinds():
     kinds = []
     for choice in choices:
         definition = annotate["$defs"][choice["$ref"].removeprefix("#/$defs/")]
-        kinds.append(definition["properties"]["kind"]["const"])
+        # your own family (kind plugin) is its source's keys and its settings' together
+        properties = definition.get("properties") or definition["allOf"][-1]["properties"]
+        kinds.append(properties["kind"]["const"])
     # MATES influence families are generated from the `mates` section, never configured.
     assert MATES_FAMILY_KIND not in kinds
     assert sorted([*kinds, MATES_FAMILY_KIND]) == sorted(FAMILIES)

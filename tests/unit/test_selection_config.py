@@ -125,7 +125,6 @@ def test_paper_config_judges_rates_and_annotates_with_real_models():
     (lambda v: v["params"].update(tau=-1), "tau"),
     (lambda v: v["params"].update(temperature=2), "temperature"),
     (lambda v: v["params"].update(score="educational_value"), "educational_value"),
-    (lambda v: v.update(method="gumbel"), "gumbel"),
     (lambda v: v["params"].update(strata=["source"]), "source"),
 ])
 def test_schema_rejects_bad_params_per_method(mutate, message):

@@ -10,8 +10,8 @@ and names its reference variant and the variants judged against it.
 
 from __future__ import annotations
 
-from selectlab.plugins.checks import variant_label
 from selectlab import layout
+from selectlab.plugins.rows import variant_label
 from selectlab.resources import job_shape, schema_default
 from selectlab.train.resolve import seq_len
 

@@ -5,10 +5,10 @@ rows, each paper task's evaluated setting, every row's replicates, labels and th
 
 from __future__ import annotations
 
-from selectlab.plugins.checks import variant_label
 from selectlab import layout
 from selectlab.papers import protocols as P
 from selectlab.papers.rater_comparison import compared_raters, comparison_plan
+from selectlab.plugins.rows import variant_label
 from selectlab.replicates import replicate_names
 from selectlab.selection.resolve import resolve_selection
 

@@ -145,7 +145,7 @@ class PaperTable:
 def paper_tables(config: dict) -> list[PaperTable]:
     """Every configured numbered table that has at least one row, in protocol order; your own
     rows (selectlab.plugins) join the tables whose layout has `open_rows`."""
-    from selectlab.plugins.checks import users_variants
+    from selectlab.plugins.rows import users_variants
 
     tables = []
     for protocol in protocols(config).values():

@@ -1,4 +1,4 @@
-"""Plan-time checks of your own families and methods, and which rows are yours.
+"""Plan-time checks of your own families and methods.
 
 Run by `selectlab.crossref` with the config's other checks, before any job: each plugin's
 module imports, its object is decorated as the right kind, its signature takes what the config
@@ -10,22 +10,12 @@ from __future__ import annotations
 
 from selectlab.plugins import families, methods
 from selectlab.plugins.loading import PluginError, load_object
+from selectlab.plugins.rows import user_families, user_methods
 
 # Family names that are the workflow's own: sidecar directories it writes (meta, ranks),
 # family kinds and raters (their sidecars and tables carry these names).
 RESERVED_FAMILY_NAMES = ("meta", "ranks", "plugin", "qurater", "dataman", "prrc", "fineweb_edu",
                          "wanjuan")
-YOURS = "yours"
-
-
-def user_families(config: dict) -> dict[str, dict]:
-    """Your score families (kind plugin), by name."""
-    return {name: entry for name, entry in config["annotate"]["families"].items()
-            if entry.get("kind") == "plugin"}
-
-
-def user_methods(config: dict) -> dict[str, dict]:
-    return (config.get("selection") or {}).get("methods") or {}
 
 
 def family_where(name: str) -> str:
@@ -94,22 +84,3 @@ def known_methods(config: dict) -> list[str]:
     from selectlab.selection.methods import METHODS
 
     return sorted({*METHODS, "mates", *user_methods(config)})
-
-
-def is_users_variant(config: dict, name: str) -> bool:
-    """A row is yours when it selects with your method or reads your family's scores."""
-    from selectlab.selection.methods import required_raters
-
-    entry = config["variants"][name]
-    return (entry["method"] in user_methods(config)
-            or bool(set(required_raters(entry.get("params", {}))) & set(user_families(config))))
-
-
-def variant_label(config: dict, name: str) -> str:
-    """A row's label in every table and the report; yours are marked."""
-    label = str(config["variants"][name].get("label", name))
-    return f"{label} ({YOURS})" if is_users_variant(config, name) else label
-
-
-def users_variants(config: dict) -> list[str]:
-    return [name for name in config["variants"] if is_users_variant(config, name)]

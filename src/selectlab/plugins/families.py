@@ -81,8 +81,7 @@ def check_signature(obj, options: dict, where: str) -> None:
     try:
         if inspect.isclass(obj):
             inspect.signature(obj).bind(**kwargs)
-            call = getattr(obj, "__call__", None)
-            inspect.signature(call).bind(None, ["text"])
+            inspect.signature(obj.__call__).bind(None, ["text"])
         else:
             inspect.signature(obj).bind(["text"], **kwargs)
     except TypeError as error:

@@ -103,6 +103,7 @@ def load_object(entry: dict, kind: str, where: str):
             found = marked[0][1]
     spec = getattr(found, MARK, None)
     if spec is None or spec.kind != kind:
+        decorator = "score_family" if kind == "family" else "selection_method"
         raise PluginError(f"{where}: {found!r} is not a {KIND_WORDS[kind]}; decorate it with "
-                          f"selectlab.plugins.{'score_family' if kind == 'family' else 'selection_method'}")
+                          f"selectlab.plugins.{decorator}")
     return found

@@ -13,7 +13,6 @@ judge's labels.
 
 from __future__ import annotations
 
-from selectlab.plugins.checks import variant_label
 from dataclasses import dataclass
 
 from selectlab import layout
@@ -28,6 +27,7 @@ from selectlab.judge.resolve import notes as judge_notes
 from selectlab.papers.layouts import LAYOUTS as PAPER_LAYOUTS
 from selectlab.papers.layouts import PPL_VS_TASKS, SPREAD, chart_names
 from selectlab.papers.plan import paper_plan
+from selectlab.plugins.rows import variant_label
 from selectlab.selection.resolve import metarater_fits, selection_params
 
 TABLES = ("main", "perplexity_by_source", "icl_by_task", "selection_overlap")

@@ -216,20 +216,18 @@ def resolve_selection(config: dict, name: str) -> dict:
     }
     if "shared_from" in variant:  # an identical selection of another variant, reused
         resolved["shared_from"] = variant["shared_from"]
+    from selectlab.plugins.rows import user_methods
+
     plugin = user_methods(config).get(variant["method"])
     if plugin is not None:
         resolved["plugin"] = dict(plugin)
     return resolved
 
 
-def user_methods(config: dict) -> dict[str, dict]:
-    """Your own selection methods (selection.methods), by name."""
-    return config["selection"].get("methods") or {}
-
-
 def method_inputs(config: dict, name: str) -> list[str]:
     """Your method's own .py file, so that editing it reruns the variants that use it."""
     from selectlab.plugins.loading import is_file_module
+    from selectlab.plugins.rows import user_methods
 
     module = user_methods(config).get(variant_entry(config, name)["method"], {}).get("module", "")
     return [module] if is_file_module(module) else []

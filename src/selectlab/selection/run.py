@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from selectlab.selection.budget import StratumOutcome, outcomes
 from selectlab.plugins.loading import load_object
 from selectlab.plugins.methods import as_method
+from selectlab.selection.budget import StratumOutcome, outcomes
 from selectlab.selection.context import Choice, Method, MethodContext, put_keys
 from selectlab.selection.memory import SelectionLimits, plan_memory, unlimited
 from selectlab.selection.methods import METHODS, uniform_keys
