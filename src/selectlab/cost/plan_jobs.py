@@ -126,7 +126,7 @@ def family_shape(config: dict, sizes: Sizes, family: dict) -> tuple[ModelShape |
     from selectlab.raters import resolve as raters
 
     kind = family["kind"]
-    if kind in ("signals", "dsir"):
+    if kind in ("signals", "dsir", "plugin"):  # a plugin's model, if any, is its own business
         return None, None
     if kind in ("refppl", "embedding"):
         return sizes.shape(family["model"], family["max_tokens"]), family["max_tokens"]
