@@ -222,6 +222,10 @@ def test_your_method_selects_exactly_as_the_builtin_it_mirrors(attributes, tmp_p
             keys = units.random.copy()
             keys[units.scores["levels.overall_score"] != np.float32(level)] = -np.inf
             return keys
+
+        @selection_method(ties="none")
+        def level_mask(units, level):
+            return units.scores["levels.overall_score"] == level
     """)
     builtin = selected(attributes, tmp_path / "topk", "topk", {"score": "scores.good"})
     for function in ("whole_pool", "by_shard"):
@@ -230,9 +234,10 @@ def test_your_method_selects_exactly_as_the_builtin_it_mirrors(attributes, tmp_p
         pd.testing.assert_frame_equal(mine, builtin)
     level = {"score": "levels.overall_score", "level": 4}
     builtin = selected(attributes, tmp_path / "level", "score_level", level)
-    mine = selected(attributes, tmp_path / "mine_level", "mine", level,
-                    {"module": str(rules), "function": "level"})
-    pd.testing.assert_frame_equal(mine, builtin)
+    for function in ("level", "level_mask"):
+        mine = selected(attributes, tmp_path / function, "mine", level,
+                        {"module": str(rules), "function": function})
+        pd.testing.assert_frame_equal(mine, builtin)
 
 
 def test_a_method_returning_the_wrong_length_fails_the_job_saying_so(attributes, tmp_path):
@@ -269,3 +274,43 @@ def test_a_family_installed_as_an_entry_point_and_a_dotted_module_load(tmp_path,
     with pytest.raises(PluginError, match="no entry point 'other' in group "
                                           "'selectlab.score_families'"):
         load_object({"entry_point": "other"}, "family", "where")
+
+
+def test_a_class_family_gets_its_options_and_device_and_loads_once(tmp_path):
+    module = write(tmp_path, "model_scores.py", """\
+        from selectlab.plugins import score_family
+
+        @score_family(columns={"words": "int64", "scaled": "float64"}, label="my-model")
+        class WordModel:
+            loads = 0
+
+            def __init__(self, scale, device):
+                self.scale, self.device = scale, device
+
+            def setup(self):
+                WordModel.loads += 1
+
+            def __call__(self, texts):
+                counts = [len(t.split()) for t in texts]
+                return {"words": counts, "scaled": [self.scale * n for n in counts],
+                        "missing_reason": [None] * len(texts)}
+    """)
+    cls = load_object({"module": str(module)}, "family", "where")
+    annotator = PluginAnnotator(cls, {"scale": 0.5}, 0)
+    annotator.setup()
+    assert annotator.score.device == "cpu" and annotator.model_label == "my-model"
+    assert annotator.score_texts(["a b c", "d"]) == {
+        "words": [3, 1], "scaled": [1.5, 0.5], "missing_reason": [None, None]}
+    annotator.score_texts(["e"])
+    assert cls.loads == 1
+    config_dir = tmp_path / "cfg"
+    config_dir.mkdir()
+    overlay = write(config_dir, "class.yaml", f"""\
+        annotate:
+          families:
+            words: {{kind: plugin, module: {module}, options: {{scale: 2}}}}
+            no_options: {{kind: plugin, module: {module}}}
+    """)
+    found = problems(load_workflow_config([TEST_CONFIG, overlay], SCHEMA_DIR))
+    assert len(found) == 1 and found[0].startswith(
+        "annotate.families.no_options: WordModel(scale, device) does not fit")

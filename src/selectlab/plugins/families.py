@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from selectlab.annotate.base import MISSING_REASON, Annotator
-from selectlab.plugins.loading import MARK, PluginError
+from selectlab.plugins.loading import MARK, PluginError, marker
 from selectlab.shards import Document
 
 TYPES = {"float64": pa.float64(), "int64": pa.int64()}
@@ -57,12 +57,7 @@ def score_family(columns: Sequence[str] | Mapping[str, str], *, label: str = "ru
         if type_name not in TYPES:
             raise PluginError(f"score_family: column {name!r} has type {type_name!r}; "
                               f"known: {', '.join(TYPES)}")
-
-    def mark(obj):
-        setattr(obj, MARK, FamilySpec(typed, label))
-        return obj
-
-    return mark
+    return marker(FamilySpec(typed, label))
 
 
 def spec_of(obj) -> FamilySpec:
@@ -75,9 +70,9 @@ def accepts(function, name: str) -> bool:
 
 
 def check_signature(obj, options: dict, where: str) -> None:
-    """The object takes the texts (and, for a class, the configured options) as the contract
-    says; `options` are the config's `options:`."""
-    kwargs = dict(options)
+    """The object takes the texts, the config's `options:` and (where it asks) the device, as
+    the contract says."""
+    kwargs = dict(options) | ({"device": "cpu"} if accepts(obj, "device") else {})
     try:
         if inspect.isclass(obj):
             inspect.signature(obj).bind(**kwargs)

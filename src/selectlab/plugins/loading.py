@@ -26,6 +26,16 @@ class PluginError(ValueError):
     """A plugin cannot run: what is wrong, where it is configured, and what to do."""
 
 
+def marker(spec):
+    """The decorator that marks an object with its plugin spec (what `load_object` finds)."""
+
+    def mark(obj):
+        setattr(obj, MARK, spec)
+        return obj
+
+    return mark
+
+
 def is_file_module(module: str) -> bool:
     return module.endswith(".py") or "/" in module
 

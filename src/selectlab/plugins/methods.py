@@ -1,7 +1,8 @@
 """Selection methods written as plain functions of the pool's scores, run as `METHODS` entries.
 
 The contract (docs/your_method.md): `method(units, **options) -> priorities`, one number per
-unit, higher chosen first; -inf or NaN is never chosen. `units.scores` holds the scores the
+unit, higher chosen first; -inf or NaN is never chosen. A boolean mask instead (the units the
+method keeps) is sampled uniformly to the budget. `units.scores` holds the scores the
 variant's `params.score` / `params.scores` name (float32, NaN where missing, a '-' reference
 negated), keyed by the reference as written; `units.random` one uniform draw per unit from the
 variant's seed; `units.n_tokens` each unit's length; `units.budget_tokens` the budget. The
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from selectlab.plugins.loading import MARK, PluginError
+from selectlab.plugins.loading import MARK, PluginError, marker
 from selectlab.selection.context import Choice, Keys, Method, MethodContext
 from selectlab.selection.gumbel import gumbel_from_uniform
 
@@ -46,12 +47,7 @@ def selection_method(*, per: str = "pool", ties: str = "random"):
     if per not in PER or ties not in TIES:
         raise PluginError(f"selection_method: per must be one of {PER} and ties one of {TIES}; "
                           f"got per={per!r}, ties={ties!r}")
-
-    def mark(function):
-        setattr(function, MARK, MethodSpec(per, ties))
-        return function
-
-    return mark
+    return marker(MethodSpec(per, ties))
 
 
 @dataclass
@@ -94,14 +90,18 @@ def check_signature(function, params: dict, where: str) -> None:
                           f"after the units (method(units, **options)): {error}") from error
 
 
-def checked_priorities(values, units: int, where: str) -> np.ndarray:
+def checked_priorities(values, units: Units, where: str) -> np.ndarray:
+    """float32 priorities from what a method returned; a boolean mask (the units it keeps)
+    becomes a uniform sample among them: their random draws, -inf elsewhere."""
     array = np.asarray(values)
-    if array.ndim != 1 or len(array) != units:
-        raise PluginError(f"{where}: returned priorities of shape {array.shape} for {units} "
-                          "units; return one number per unit")
-    if array.dtype.kind not in "biuf":
+    if array.ndim != 1 or len(array) != len(units):
+        raise PluginError(f"{where}: returned priorities of shape {array.shape} for "
+                          f"{len(units)} units; return one number per unit")
+    if array.dtype.kind == "b":
+        return np.where(array, units.random, np.float32(-np.inf))
+    if array.dtype.kind not in "iuf":
         raise PluginError(f"{where}: returned {array.dtype} priorities; return numbers "
-                          "(-inf: never chosen)")
+                          "(-inf: never chosen) or a boolean mask of the units to keep")
     return array.astype(np.float32, copy=False)
 
 
@@ -123,7 +123,7 @@ def as_method(function, where: str) -> Method:
             return Units(dict(zip(texts, values, strict=True)), u, context.budget, read)
 
         def scored(units: Units):
-            priority = checked_priorities(function(units, **options), len(units), where)
+            priority = checked_priorities(function(units, **options), units, where)
             return priority, (units.random if spec.ties == "random" else None)
 
         def per_unit():
