@@ -128,6 +128,8 @@ rule provenance:
         corpus=META_STANDING_FOR(SHARDS),
         # The embedded corpus's inputs: packages, versions, checksums.
         build=corpus_cfg.build_stats_inputs(config, RUN),
+        # Your own families' and methods' files, copied into the record (selectlab.plugins).
+        plugins=cfg.plugin_files(config),
     output:
         layout.provenance(RUN),
     log:

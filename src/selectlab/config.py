@@ -48,6 +48,14 @@ def plugin_entries(config: dict) -> dict[tuple[str, str], dict]:
     return found
 
 
+def plugin_files(config: dict) -> list[str]:
+    """The .py files of your own families and methods: inputs of the jobs that read them."""
+    from selectlab.plugins.loading import is_file_module
+
+    return sorted({entry["module"] for entry in plugin_entries(config).values()
+                   if is_file_module(entry["module"])})
+
+
 def anchor_plugin_modules(config: dict, paths: list[str | Path]) -> None:
     """Plugins' relative .py paths in the top-level files (as Snakemake read them) made
     relative to the file that names them, as `read_config_file` does for included files."""

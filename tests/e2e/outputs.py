@@ -278,6 +278,9 @@ def test_your_family_and_rows_run_beside_the_papers(run_dir, config, tmp_path):
     assert "Lexical density" not in (run_dir / "tables/metarater_figure1.csv").read_text()
     html = (run_dir / "report/report.html").read_text()
     assert all(html.count(label) >= 7 for label in YOUR_LABELS)
+    # The archive handed over carries the family's code, as the rows were selected with it.
+    record = json.loads((run_dir / "provenance/provenance.json").read_text())["plugins"]
+    assert record["annotate.families.lexical"]["source"] == module.read_text()
 
 
 def test_report_renders_every_table_and_figure_in_a_browser(run_dir):

@@ -222,7 +222,26 @@ def provenance_record(
     }
     if corpus_inputs is not None:
         record["corpus_inputs"] = corpus_inputs
+    plugins = plugin_sources(resolved_config)
+    if plugins:
+        record["plugins"] = plugins
     return record
+
+
+def plugin_sources(config: dict) -> dict:
+    """Your own families' and methods' files (selectlab.plugins), checksummed and copied in,
+    so an archive handed over carries the code its rows were selected with."""
+    from selectlab.config import plugin_entries
+    from selectlab.plugins.loading import is_file_module
+
+    sources = {}
+    for (section, name), entry in sorted(plugin_entries(config).items()):
+        module = entry["module"]
+        record = {"module": module}
+        if is_file_module(module):
+            record |= {"sha256": sha256_file(Path(module)), "source": Path(module).read_text()}
+        sources[f"{section}.{name}"] = record
+    return sources
 
 
 def _check_member_name(name: str) -> str:
