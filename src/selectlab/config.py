@@ -50,10 +50,10 @@ def plugin_entries(config: dict) -> dict[tuple[str, str], dict]:
 
 def plugin_files(config: dict) -> list[str]:
     """The .py files of your own families and methods: inputs of the jobs that read them."""
-    from selectlab.plugins.loading import is_file_module
+    from selectlab.plugins.loading import module_files
 
-    return sorted({entry["module"] for entry in plugin_entries(config).values()
-                   if is_file_module(entry["module"])})
+    return sorted({path for entry in plugin_entries(config).values()
+                   for path in module_files(entry)})
 
 
 def anchor_plugin_modules(config: dict, paths: list[str | Path]) -> None:

@@ -18,7 +18,7 @@ from selectlab.annotate.refppl import SMOLLM2_GGUF, SMOLLM2_LABEL, ReferenceLMAn
 from selectlab.annotate.signals import redpajama_signals
 from selectlab.mates import annotator as mates_influence
 from selectlab.plugins.families import PluginAnnotator
-from selectlab.plugins.loading import is_file_module, load_object
+from selectlab.plugins.loading import load_object, module_files
 
 
 def build_signals(params: dict, fitted: list[str], gpus: int) -> Annotator:
@@ -34,8 +34,7 @@ def build_plugin(params: dict, fitted: list[str], gpus: int) -> Annotator:
 
 def plugin_fitted(run_dir: str, name: str, params: dict) -> list[str]:
     """A family's own .py file: editing it reruns the family's annotation."""
-    module = params.get("module", "")
-    return [module] if is_file_module(module) else []
+    return module_files(params)
 
 
 def build_dsir(params: dict, fitted: list[str], gpus: int) -> Annotator:

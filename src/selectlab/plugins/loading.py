@@ -40,6 +40,12 @@ def is_file_module(module: str) -> bool:
     return module.endswith(".py") or "/" in module
 
 
+def module_files(entry: dict) -> list[str]:
+    """The plugin's own .py file, as a job input ([] for an import path or entry point)."""
+    module = entry.get("module", "")
+    return [module] if is_file_module(module) else []
+
+
 def anchored(module: str, base_dir: Path) -> str:
     """A .py path relative to the config file that names it, made absolute (dotted import
     paths unchanged)."""

@@ -226,11 +226,10 @@ def resolve_selection(config: dict, name: str) -> dict:
 
 def method_inputs(config: dict, name: str) -> list[str]:
     """Your method's own .py file, so that editing it reruns the variants that use it."""
-    from selectlab.plugins.loading import is_file_module
+    from selectlab.plugins.loading import module_files
     from selectlab.plugins.rows import user_methods
 
-    module = user_methods(config).get(variant_entry(config, name)["method"], {}).get("module", "")
-    return [module] if is_file_module(module) else []
+    return module_files(user_methods(config).get(variant_entry(config, name)["method"], {}))
 
 
 def selection_raters(config: dict, name: str) -> list[str]:
