@@ -51,7 +51,7 @@ class EmbeddingAnnotator(TorchAnnotator):
         super().setup()
         self._tokenizer = AutoTokenizer.from_pretrained(self.model_dir)
         self._model = AutoModel.from_pretrained(
-            self.model_dir, dtype=torch_dtype(self.dtype_name)).to(self.device).eval()
+            self.model_dir, dtype=torch_dtype(self.dtype_name, self.device)).to(self.device).eval()
         self.dimensions = int(self._model.config.hidden_size)
         self._pad = self._tokenizer.pad_token_id or 0
 

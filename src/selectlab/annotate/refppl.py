@@ -98,7 +98,7 @@ class ReferenceLMAnnotator(TorchAnnotator):
         super().setup()
         self._tokenizer = AutoTokenizer.from_pretrained(self.model_dir)
         self._model = AutoModelForCausalLM.from_pretrained(
-            self.model_dir, dtype=torch_dtype(self.dtype_name)).to(self.device).eval()
+            self.model_dir, dtype=torch_dtype(self.dtype_name, self.device)).to(self.device).eval()
         self._bos = self._tokenizer.bos_token_id
         pad = self._tokenizer.pad_token_id
         self._pad = pad if pad is not None else (self._tokenizer.eos_token_id or 0)

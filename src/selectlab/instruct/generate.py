@@ -72,7 +72,7 @@ def generate_transformers(model_dir: str, prompts: Sequence[Sequence[int]],
     from selectlab.tokens import load_tokenizer
 
     tokenizer = load_tokenizer(model_dir)
-    model = LlamaForCausalLM.from_pretrained(model_dir, dtype=torch_dtype(s.dtype))
+    model = LlamaForCausalLM.from_pretrained(model_dir, dtype=torch_dtype(s.dtype, device))
     model.to(device).eval()
     check_context(prompts, s, model.config.max_position_embeddings)
     pad, eos = tokenizer.pad_token_id, tokenizer.eos_token_id

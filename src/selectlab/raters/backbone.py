@@ -225,7 +225,7 @@ def load_backbone(spec: BackboneSpec, *, tokenizer_dir: str | Path | None = None
     """
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
-    dtype = torch.float32 if trainable else torch_dtype(spec.dtype)
+    dtype = torch.float32 if trainable else torch_dtype(spec.dtype, device)
     if saved_dir is not None:
         path, label = str(saved_dir), spec.source
     elif spec.source == RANDOM_ENCODER:

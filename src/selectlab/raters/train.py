@@ -28,6 +28,7 @@ from typing import Protocol
 import numpy as np
 import torch
 
+from selectlab.devices import compute_dtype
 from selectlab.raters.backbone import Backbone
 from selectlab.raters.heads import RaterHeads
 
@@ -165,8 +166,8 @@ def fit_full(backbone: Backbone, heads: RaterHeads, texts: Sequence[str], object
         needed = np.unique(objective.texts_of(batch))
         rows = np.full(len(texts), -1)
         rows[needed] = np.arange(len(needed))
-        with torch.autocast(device.type, dtype=getattr(torch, settings.autocast_dtype),
-                            enabled=settings.autocast_dtype != "float32"):
+        dtype = compute_dtype(settings.autocast_dtype, device)
+        with torch.autocast(device.type, dtype=getattr(torch, dtype), enabled=dtype != "float32"):
             features, _ = backbone.features([texts[i] for i in needed],
                                             settings.forward_batch_size)
         return heads(features.float()), rows

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from selectlab.devices import compute_dtype
 from selectlab.train import averaging, checkpoints, snapshots
 from selectlab.train.distributed import (
     Distributed,
@@ -99,8 +100,7 @@ def learning_rate(step: int, total_steps: int, s: TrainSettings) -> float:
 
 def autocast_context(device: torch.device, dtype: str, fsdp_mixed_precision: bool = False):
     # FSDP runs in bf16 through its mixed-precision policy (distributed.wrap_model) instead.
-    if dtype == "bf16" and not fsdp_mixed_precision and (
-            device.type == "cpu" or torch.cuda.is_bf16_supported()):
+    if not fsdp_mixed_precision and compute_dtype(dtype, device) == "bf16":
         return torch.autocast(device.type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
 

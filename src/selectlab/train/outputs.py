@@ -9,6 +9,7 @@ import shutil
 from dataclasses import asdict
 from pathlib import Path
 
+from selectlab.devices import compute_dtype
 from selectlab.flops import cost_record, module_shape, training_flops
 from selectlab.shards import write_json
 from selectlab.train import checkpoints, snapshots
@@ -45,6 +46,8 @@ def write_final_model(out_dir, config, state: dict, steps: list[int], tokenizer,
             "final_loss": log_rows[-1]["loss"],
             "averaged_checkpoint_steps": steps,
             "settings": asdict(s),
+            # what the matmuls ran in: fp32 where bf16 was asked on a device without it
+            "compute_dtype": compute_dtype(s.dtype, device),
             "cost": training_cost(model, s, log_rows[-1]["tokens"], seconds, device, gpus),
         }
         if snapshot_dir is not None:
