@@ -14,6 +14,7 @@ from selectlab.evaluate.icl_tasks import (
     build_local_tasks,
     cloze_parts,
     continuation_parts,
+    document_parts,
     load_task_list,
     pick_distractors,
     resolve_params,
@@ -163,13 +164,43 @@ def test_source_without_enough_documents_is_skipped_and_reported(world, tmp_path
 
 def test_continuation_parts_keep_inner_whitespace_and_skip_short_text():
     text = "a b\nc d e\tf g"
-    assert continuation_parts(text, 2, 3) == ("a b", "c d e")
-    assert continuation_parts("a b c", 2, 3) == ("", "")
+    assert continuation_parts(text, 2, 3) == ("a b", "c d e", 9)
+    assert continuation_parts(text, 2, 3, start=9) == ("", "", 9)  # "f g": too short
+    assert continuation_parts("a b c", 2, 3) == ("", "", 0)
 
 
 def test_cloze_answer_is_the_first_alphabetic_word_after_the_context():
-    assert cloze_parts("one two three 42 x-y Word more", 3) == ("one two three 42 x-y", "Word")
-    assert cloze_parts("one two three 42", 3) == ("", "")
+    text = "one two three 42 x-y Word more"
+    assert cloze_parts(text, 3) == ("one two three 42 x-y", "Word", 25)
+    assert cloze_parts("one two three 42", 3) == ("", "", 0)
+
+
+def test_a_document_gives_successive_windows_up_to_items_per_document():
+    text = " ".join(f"w{i}" for i in range(23))  # room for four windows of 2 + 3 words
+    params = resolve_params({"context_words": 2, "continuation_words": 3,
+                             "items_per_document": 3})
+    parts = document_parts("continuation", "doc", text, params)
+    assert [(p.doc_id, p.context, p.answer) for p in parts] == [
+        ("doc", "w0 w1", "w2 w3 w4"), ("doc:1", "w5 w6", "w7 w8 w9"),
+        ("doc:2", "w10 w11", "w12 w13 w14")]
+    cloze = document_parts("cloze", "doc", "a b Cat c d Dog e f", params | {
+        "cloze_context_words": 2})
+    assert [(p.context, p.answer) for p in cloze] == [("a b", "Cat"), ("c d", "Dog")]
+
+
+def test_more_items_per_document_keep_demonstrations_off_tested_documents(world, tmp_path):
+    one = build_local_tasks(world.heldout["test"], tmp_path / "one", PARAMS)
+    params = PARAMS | {"items_per_document": 3, "items_per_source": 45}
+    many = build_local_tasks(world.heldout["test"], tmp_path / "many", params)
+    assert [t["items"] for t in many] == [45] * len(one)
+    for task in many:
+        data = tmp_path / "many" / "data"
+        test = read_jsonl(data / f"{task['name']}.test.jsonl")
+        tested = {item["id"].split(":")[0] for item in test}
+        assert len(tested) < len(test)  # several items share a document
+        if task["fewshot_items"]:
+            shots = read_jsonl(data / f"{task['name']}.fewshot.jsonl")
+            assert not tested & {item["id"] for item in shots}
 
 
 def test_distractors_differ_from_answer_and_each_other():

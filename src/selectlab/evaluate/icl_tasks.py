@@ -6,9 +6,9 @@ on YAML tasks), so swapping in the real benchmarks at full scale changes only th
 
 Two kinds, one task per kind and source (`sl_{kind}_{source}`):
 
-* `continuation` (HellaSwag-like): the first `context_words` words of a document, then a choice
-  between its true next `continuation_words` words and the words at the same position in other
-  documents of the same source.
+* `continuation` (HellaSwag-like): `context_words` words of a document, then a choice
+  between its true next `continuation_words` words and the continuations of other items of the
+  same source.
 * `cloze` (LAMBADA-like): a passage of at least `cloze_context_words` words ending just before a
   purely alphabetic word, which is the answer. It is scored as a multiple choice against other
   words of the same source with about the same length, drawn in proportion to how often they occur
@@ -18,9 +18,18 @@ Two kinds, one task per kind and source (`sl_{kind}_{source}`):
   acc_norm, both with stderr) for every task. Drawing distractors by frequency rather than from
   the list of distinct words stops a model from winning on word frequency alone.
 
+A document gives up to `items_per_document` items of a kind, from successive windows that do not
+overlap: the next continuation window starts where the last one ended, the next cloze passage
+just after the last answer. More than one item per document buys items where held-out text is
+scarce (the laptop's corpus): at a few points above chance, the spread of an accuracy over seeds
+is mostly the binomial spread of its items, so four times the items halve it. Items of one
+document are not independent, so lm-eval's per-item standard error understates the spread a
+little; the claims use the spread over seeds wherever a row has replicates.
+
 Per source and kind, eligible documents are taken in reader order (up to `max_pool_per_source`),
 shuffled with a seed derived from `seed`, kind and source; for a kind run with shots, the first
-`fewshot_per_source` become the few-shot split; the next `items_per_source` are the test split.
+`fewshot_per_source` documents each give one few-shot item (so no demonstration shares a document
+with a test item); the next documents give the test split, `items_per_source` items in all.
 Documents too short for a kind are skipped and counted. Data paths inside the YAMLs are
 `out_dir/data/...` with `out_dir` exactly as given, so a relative `out_dir` yields YAMLs that work
 from the directory they were built in (the workflow's working directory, the repository root).
@@ -45,6 +54,7 @@ TASK_PREFIX = "sl"
 DEFAULT_PARAMS: dict = {
     "kinds": list(KINDS),
     "items_per_source": 100,
+    "items_per_document": 1,
     "fewshot_per_source": 8,
     "shots": 0,  # an int for every kind, or {kind: int}
     # The most demonstrations the papers' protocols ask of a task standing in for one of
@@ -90,7 +100,7 @@ def resolve_params(params: dict) -> dict:
         raise ValueError("shots exceed fewshot_per_source: the few-shot split would be too small")
     if resolved["n_choices"] < 2:
         raise ValueError("n_choices must be at least 2")
-    for key in ("items_per_source", "context_words", "continuation_words",
+    for key in ("items_per_source", "items_per_document", "context_words", "continuation_words",
                 "cloze_context_words", "max_pool_per_source"):
         if int(resolved[key]) < 1:
             raise ValueError(f"{key} must be a positive integer")
@@ -110,37 +120,51 @@ def task_name(kind: str, set_name: str) -> str:
     return f"{TASK_PREFIX}_{kind}_{source_slug(set_name)}"
 
 
-def continuation_parts(text: str, context_words: int, continuation_words: int) -> tuple[str, str]:
-    """(context, continuation) keeping the document's own whitespace inside each; ("", "") when
-    the document is too short."""
-    spans = [m.span() for m in islice(WORD.finditer(text), context_words + continuation_words)]
+def continuation_parts(
+    text: str, context_words: int, continuation_words: int, start: int = 0
+) -> tuple[str, str, int]:
+    """(context, continuation, where the next window starts) for the window beginning at
+    character `start`, keeping the document's own whitespace inside each; ("", "", start) when
+    the rest of the document is too short."""
+    spans = [m.span() for m in islice(WORD.finditer(text, start),
+                                      context_words + continuation_words)]
     if len(spans) < context_words + continuation_words:
-        return "", ""
+        return "", "", start
     context = text[spans[0][0]:spans[context_words - 1][1]]
     continuation = text[spans[context_words][0]:spans[-1][1]]
-    return context, continuation
+    return context, continuation, spans[-1][1]
 
 
-def cloze_parts(text: str, context_words: int) -> tuple[str, str]:
-    """(passage before the answer, answer word); ("", "") when no alphabetic word follows at
-    least `context_words` words within the scan range."""
+def cloze_parts(text: str, context_words: int, start: int = 0) -> tuple[str, str, int]:
+    """(passage before the answer, answer word, where the next passage starts) for the passage
+    beginning at character `start`; ("", "", start) when no alphabetic word follows at least
+    `context_words` words within the scan range."""
     first_start = None
-    for index, match in enumerate(islice(WORD.finditer(text), context_words + CLOZE_SCAN_WORDS)):
+    words = islice(WORD.finditer(text, start), context_words + CLOZE_SCAN_WORDS)
+    for index, match in enumerate(words):
         if first_start is None:
             first_start = match.start()
         if index >= context_words and CLOZE_WORD.fullmatch(match.group()):
-            return text[first_start:match.start()].rstrip(), match.group()
-    return "", ""
+            return text[first_start:match.start()].rstrip(), match.group(), match.end()
+    return "", "", start
 
 
-def document_parts(kind: str, doc_id: str, text: str, params: dict) -> Parts | None:
-    if kind == "continuation":
-        context, answer = continuation_parts(
-            text, params["context_words"], params["continuation_words"]
-        )
-    else:
-        context, answer = cloze_parts(text, params["cloze_context_words"])
-    return Parts(doc_id, context, answer) if answer else None
+def document_parts(kind: str, doc_id: str, text: str, params: dict) -> list[Parts]:
+    """Up to `items_per_document` items' parts from successive windows; the first keeps the
+    document's id, later ones `{id}:{k}`."""
+    found: list[Parts] = []
+    start = 0
+    while len(found) < params["items_per_document"]:
+        if kind == "continuation":
+            context, answer, start = continuation_parts(
+                text, params["context_words"], params["continuation_words"], start
+            )
+        else:
+            context, answer, start = cloze_parts(text, params["cloze_context_words"], start)
+        if not answer:
+            break
+        found.append(Parts(f"{doc_id}:{len(found)}" if found else doc_id, context, answer))
+    return found
 
 
 def pick_distractors(
@@ -220,9 +244,10 @@ def make_item(
 
 def collect_pools(
     heldout_test: Path, params: dict
-) -> tuple[dict[str, dict[str, list[Parts]]], dict[str, dict[str, int]]]:
-    """Eligible documents per kind and source (reader order) and counts of unusable ones."""
-    pools: dict[str, dict[str, list[Parts]]] = {kind: {} for kind in params["kinds"]}
+) -> tuple[dict[str, dict[str, list[list[Parts]]]], dict[str, dict[str, int]]]:
+    """Eligible documents (each as its items' parts) per kind and source, in reader order, and
+    counts of unusable ones."""
+    pools: dict[str, dict[str, list[list[Parts]]]] = {kind: {} for kind in params["kinds"]}
     unusable: dict[str, dict[str, int]] = {kind: {} for kind in params["kinds"]}
     report = ReadReport(shard=str(heldout_test))
     for doc in iter_documents([heldout_test], report):
@@ -232,21 +257,21 @@ def collect_pools(
             if len(pool) >= params["max_pool_per_source"]:
                 continue
             parts = document_parts(kind, doc.id, doc.text, params)
-            if parts is None:
-                unusable[kind][doc.set_name] += 1
-            else:
+            if parts:
                 pool.append(parts)
+            else:
+                unusable[kind][doc.set_name] += 1
     return pools, unusable
 
 
 def source_items(
-    kind: str, set_name: str, pool: list[Parts], params: dict
+    kind: str, set_name: str, pool: list[list[Parts]], params: dict
 ) -> tuple[list[dict], list[dict]]:
     """(few-shot items, test items) of one kind and source; deterministic given the params."""
     rng = random.Random(f"{params['seed']}:{kind}:{set_name}")
-    order = list(pool)
-    rng.shuffle(order)
-    candidates = candidates_for(kind, pool)
+    documents = list(pool)
+    rng.shuffle(documents)
+    candidates = candidates_for(kind, [parts for doc in pool for parts in doc])
     # A kind no one evaluates with demonstrations needs no few-shot split; its documents all
     # stay available for testing.
     needs_fewshot = params["shots"][kind] > 0 or params["protocol_shots"] > 0
@@ -254,12 +279,19 @@ def source_items(
     n_test = params["items_per_source"]
     fewshot: list[dict] = []
     test: list[dict] = []
-    for parts in order:
-        if len(test) == n_test:
-            break
-        item = make_item(kind, parts, set_name, candidates, params["n_choices"], rng)
-        if item is not None:
-            (fewshot if len(fewshot) < n_fewshot else test).append(item)
+    for document in documents:
+        if len(fewshot) < n_fewshot:
+            # One demonstration per document, and none from a document that is tested on.
+            item = make_item(kind, document[0], set_name, candidates, params["n_choices"], rng)
+            if item is not None:
+                fewshot.append(item)
+            continue
+        for parts in document:
+            if len(test) == n_test:
+                return fewshot, test
+            item = make_item(kind, parts, set_name, candidates, params["n_choices"], rng)
+            if item is not None:
+                test.append(item)
     return fewshot, test
 
 
