@@ -16,11 +16,23 @@ ANNOTATE_FAMILIES = annotate_cfg.family_names(config)
 # Generated per stage of a MATES variant; annotated when that stage is selected, never a target.
 MATES_FAMILIES = mates_cfg.family_names(config)
 DSIR_FAMILIES = annotate_cfg.families_of_kind(config, "dsir")
-ANNOTATE_CONTAINER = lambda w: CONTAINERS[annotate_cfg.container_key(config, w.family)]
-# Batch sizes are resources, not params: they change how fast a job scores, not what it writes.
-ANNOTATE_THROUGHPUT = lambda w: json_param(
-    annotate_cfg.resolve_throughput(config, w.family)
+# What a family's jobs share is resolved once per family, not once per shard: a paper-scale plan
+# has ~17,000 annotation jobs of a dozen families (benchmarks/dag_scale.py).
+FAMILY_CONTAINER = functools.cache(
+    lambda family: CONTAINERS[annotate_cfg.container_key(config, family)]
 )
+FAMILY_PARAMS = functools.cache(
+    lambda family: json_param(annotate_cfg.resolve_family(config, family))
+)
+FAMILY_FITTED = functools.cache(
+    lambda family: annotate_cfg.fitted_inputs(config, RUN, family)
+)
+# Batch sizes are resources, not params: they change how fast a job scores, not what it writes.
+FAMILY_THROUGHPUT = functools.cache(
+    lambda family: json_param(annotate_cfg.resolve_throughput(config, family))
+)
+ANNOTATE_CONTAINER = lambda w: FAMILY_CONTAINER(w.family)
+ANNOTATE_THROUGHPUT = lambda w: FAMILY_THROUGHPUT(w.family)
 # annotate.shards_per_job: a job scores one shard (annotate, annotate_pool) or a batch of 10 or
 # 100 whose names differ in their last digits (annotate_batch, annotate_pool_batch), in the
 # tokenized shards (`full`) and in every other pool a family annotates; each shard keeps its
@@ -82,7 +94,7 @@ for kind in ANNOTATE_KINDS:
             kind.rule
         input:
             meta=lambda w, kind=kind: META_STANDING_FOR(kind.shards(w.batch)),
-            fitted=lambda w: annotate_cfg.fitted_inputs(config, RUN, w.family),
+            fitted=lambda w: list(FAMILY_FITTED(w.family)),
         output:
             sidecars=batch_paths(
                 kind, lambda root, shard: layout.sidecar(root, shard=shard)
@@ -101,7 +113,7 @@ for kind in ANNOTATE_KINDS:
             **job_resources(JOB_SHAPES[kind.rule]),
             throughput=ANNOTATE_THROUGHPUT,
         params:
-            cfg=lambda w: json_param(annotate_cfg.resolve_family(config, w.family)),
+            cfg=lambda w: FAMILY_PARAMS(w.family),
             shard_files=lambda w, kind=kind: json_param(
                 {shard: SHARD_FILES[shard] for shard in kind.shards(w.batch)}
             ),
@@ -129,7 +141,7 @@ for kind in POOL_KINDS:
                 kind.shards(w.batch), f"__{w.pool}"
             ),
             tokenizer=layout.tokenizer(RUN),
-            fitted=lambda w: annotate_cfg.fitted_inputs(config, RUN, w.family),
+            fitted=lambda w: list(FAMILY_FITTED(w.family)),
         output:
             sidecars=batch_paths(
                 kind, lambda root, shard: layout.sidecar(root, shard=shard), "__{pool}"
@@ -149,7 +161,7 @@ for kind in POOL_KINDS:
             **job_resources(JOB_SHAPES[kind.rule]),
             throughput=ANNOTATE_THROUGHPUT,
         params:
-            cfg=lambda w: json_param(annotate_cfg.resolve_family(config, w.family)),
+            cfg=lambda w: FAMILY_PARAMS(w.family),
             pool_shards=lambda w, kind=kind: json_param(
                 {
                     name: layout.tokens(RUN, name)

@@ -91,12 +91,15 @@ def job_threads(shape_of):
     return lambda wildcards: shape_of(wildcards)["cpus"]
 
 
-def job_resources(shape_of):
-    """resources: of a rule whose jobs differ in size (`shape_of` from per_job)."""
-    snakemake_form = per_job(lambda wildcards: res.as_snakemake(shape_of(wildcards)))
+def job_resources(shape_of, multi_node=False):
+    """resources: of a rule whose jobs differ in size (`shape_of` from per_job); `multi_node`
+    for the one rule whose jobs may span nodes (pretrain)."""
+    snakemake_form = per_job(
+        lambda wildcards: res.as_snakemake(shape_of(wildcards), multi_node)
+    )
     return {
         name: lambda wildcards, name=name: snakemake_form(wildcards)[name]
-        for name in res.SNAKEMAKE_KEYS
+        for name in res.snakemake_keys(multi_node)
     }
 
 

@@ -48,7 +48,7 @@ rule pretrain:
         PRETRAIN_CONTAINER
     threads: job_threads(PRETRAIN_SHAPE)
     resources:
-        **job_resources(PRETRAIN_SHAPE),
+        **job_resources(PRETRAIN_SHAPE, multi_node=True),
         gpu_mem_mb=PRETRAIN_GPU_MEM_MB,
         # How the job runs (srun per node, GPUs, micro-batch, activation checkpointing, FSDP):
         # resources, not params, so resizing a preset resumes its models instead of rerunning.

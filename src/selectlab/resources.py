@@ -27,8 +27,8 @@ from selectlab.schema import read_schema
 
 SHAPE_KEYS = ("gpu", "cpus", "mem_mb", "runtime", "nodes")
 # What Snakemake sees: every key a shape can turn into (None where it does not apply).
-SNAKEMAKE_KEYS = ("mem_mb", "runtime", "nodes", "gpu", "gpu_model", "gres", "cpus_per_gpu",
-                  "tasks", "tasks_per_gpu", "mpi")
+SINGLE_NODE_KEYS = ("mem_mb", "runtime", "nodes", "gpu", "gpu_model", "cpus_per_gpu")
+SNAKEMAKE_KEYS = SINGLE_NODE_KEYS + ("gres", "tasks", "tasks_per_gpu", "mpi")
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "config" / "schema"
 RESOURCES_SCHEMA = "resources.schema.yaml"
 
@@ -83,9 +83,21 @@ def cpus_per_gpu(shape: dict) -> int | None:
     return max(1, shape["cpus"] // shape["gpu"]) if shape["gpu"] else None
 
 
-def as_snakemake(shape: dict) -> dict:
-    """The job's `resources` in Snakemake's and the slurm plugin's terms (threads: `cpus`)."""
+def snakemake_keys(multi_node: bool) -> tuple[str, ...]:
+    """The resources a rule declares. Only pretraining starts one task per node; the other
+    rules leave out the multi-node keys, because Snakemake evaluates every declared resource
+    of every job while planning, None or not (a fifth of a paper-scale plan's time)."""
+    return SNAKEMAKE_KEYS if multi_node else SINGLE_NODE_KEYS
+
+
+def as_snakemake(shape: dict, multi_node: bool = False) -> dict:
+    """The job's `resources` in Snakemake's and the slurm plugin's terms (threads: `cpus`).
+    `nodes > 1` is refused unless the rule runs one task per node (`multi_node`: pretraining),
+    since any other command would run on the first node only."""
     gpus, nodes, model = shape["gpu"], shape["nodes"], shape.get("gpu_model")
+    if nodes > 1 and not multi_node:
+        raise ValueError(f"nodes: {nodes} is for pretraining only (one task per node); "
+                         "this job runs one command on one node: set nodes: 1")
     resources = dict.fromkeys(SNAKEMAKE_KEYS)
     resources.update(mem_mb=shape["mem_mb"], runtime=shape["runtime"], nodes=nodes,
                      cpus_per_gpu=cpus_per_gpu(shape))

@@ -66,7 +66,7 @@ def test_one_node_gpu_job_asks_per_job_with_cores_per_gpu():
 
 def test_multi_node_job_asks_per_node_and_runs_its_command_once():
     shape = res.job_shape({"gpu": 8, "gpu_model": "h100", "cpus": 96, "nodes": 4})
-    assert res.present(res.as_snakemake(shape)) == {
+    assert res.present(res.as_snakemake(shape, multi_node=True)) == {
         "mem_mb": 2000, "runtime": 60, "nodes": 4, "gpu": 0, "gres": "gpu:h100:8",
         "cpus_per_gpu": 12, "tasks": 4, "tasks_per_gpu": 0, "mpi": "srun"}
     assert node_launcher(shape, image="train.sif", apptainer_args="--nv", home="/w") == (
@@ -117,3 +117,17 @@ def test_an_evaluation_on_a_gpu_takes_one_gpus_share_of_the_preset(config):
         "gpu": 1, "gpu_model": "a100", "cpus": 8, "nodes": 1} | sized
     # Its memory follows the model, not the preset's 60 GB a GPU.
     assert 4000 <= sized["mem_mb"] < 4100 and sized["runtime"] == 30
+
+
+def test_only_pretraining_spans_nodes_and_other_rules_declare_single_node_keys():
+    # Any other rule's command runs once on the first node: several nodes are refused...
+    shape = res.job_shape({"gpu": 1, "nodes": 2})
+    with pytest.raises(ValueError, match="nodes: 2 is for pretraining only"):
+        res.as_snakemake(shape)
+    # ...so such rules declare no multi-node resource (Snakemake evaluates every declared one
+    # of every job while planning), and every resource a one-node shape sets is among them.
+    single = set(res.snakemake_keys(multi_node=False))
+    assert single.isdisjoint({"gres", "tasks", "tasks_per_gpu", "mpi"})
+    one_node = res.job_shape({"gpu": 2, "gpu_model": "a100", "cpus": 8})
+    assert set(res.present(res.as_snakemake(one_node))) <= single
+    assert set(res.snakemake_keys(multi_node=True)) == set(res.SNAKEMAKE_KEYS)

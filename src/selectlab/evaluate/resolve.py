@@ -54,10 +54,10 @@ def icl_params(config: dict) -> dict[str, dict]:
     """What `selectlab evaluate icl` needs for each evaluated model (every variant and
     replicate): the overview's tasks and the protocol settings of the model's paper tables.
     Resolved for all models at once: the protocols are read once, not once per job."""
-    common = _icl_common(config)
+    common, tables = _icl_common(config), paper_protocols.paper_tables(config)
     params = {}
     for variant in config["variants"]:
-        settings = _settings(paper_protocols.variant_settings(config, variant))
+        settings = _settings(paper_protocols.variant_settings(config, variant, tables))
         for name in replicate_names(config, variant):
             params[name] = common | {"settings": settings}
     return params
@@ -84,9 +84,10 @@ def fetch_params(config: dict) -> dict:
     tasks = config["evaluation"]["icl"]["tasks"]
     if tasks == "local":
         return {"tasks": tasks}
-    named = {task["name"] for task in tasks}
+    named, tables = {task["name"] for task in tasks}, paper_protocols.paper_tables(config)
     protocol_tasks = sorted({setting.task for variant in config["variants"]
-                             for setting in paper_protocols.variant_settings(config, variant)}
+                             for setting in paper_protocols.variant_settings(
+                                 config, variant, tables)}
                             - named)
     return {"tasks": list(tasks) + [{"name": name} for name in protocol_tasks]}
 

@@ -38,8 +38,9 @@ def table_plan(config: dict, table: P.PaperTable) -> dict:
 
 def curve_runs(config: dict) -> list[tuple[str, str]]:
     """(run, fraction) of every snapshot a curve figure evaluates (the final model aside)."""
+    tables = P.paper_tables(config)
     return sorted({(run, P.fraction_key(f)) for variant in config["variants"]
-                   for f in P.curve_fractions(config, variant)
+                   for f in P.curve_fractions(config, variant, tables)
                    for run in replicate_names(config, variant)})
 
 

@@ -147,7 +147,7 @@ def paper_tables(config: dict) -> list[PaperTable]:
     rows (selectlab.plugins) join the tables whose layout has `open_rows`."""
     from selectlab.plugins.rows import users_variants
 
-    tables = []
+    tables, yours = [], users_variants(config)
     for protocol in protocols(config).values():
         for table_id, spec in protocol.tables.items():
             if "rater" in spec:  # rows are rater trainings (selectlab.papers.rater_comparison)
@@ -155,7 +155,7 @@ def paper_tables(config: dict) -> list[PaperTable]:
             rows = table_rows(config, spec)
             shape = layout(protocol.name, table_id)
             if rows and shape.open_rows:
-                rows = list(dict.fromkeys(rows + users_variants(config)))
+                rows = list(dict.fromkeys(rows + yours))
             if rows:
                 tables.append(PaperTable(protocol, shape, tuple(rows), table_id))
     return tables
@@ -199,10 +199,12 @@ def fraction_key(fraction: float) -> str:
     return str(float(fraction))
 
 
-def curve_fractions(config: dict, variant: str) -> list[float]:
+def curve_fractions(config: dict, variant: str,
+                    tables: list[PaperTable] | None = None) -> list[float]:
     """The points (fractions of its tokens, below 1) at which a variant's training is
-    snapshotted for the curve figures; [] for a variant on no curve."""
-    fractions = {float(f) for table in paper_tables(config)
+    snapshotted for the curve figures; [] for a variant on no curve. `tables`: paper_tables,
+    when a caller asks for every variant (resolved once, not once per variant)."""
+    fractions = {float(f) for table in (paper_tables(config) if tables is None else tables)
                  if table.layout.kind == "curve" and variant in table.rows
                  for f in table.spec.get("fractions", [])}
     return sorted(fractions)
@@ -263,10 +265,12 @@ def task_setting(config: dict, spec: TaskSpec) -> Setting:
     return stand_ins(config).setting(spec, uses_local_tasks(config))
 
 
-def variant_settings(config: dict, variant: str) -> list[Setting]:
-    """The protocol settings a (base) variant needs: those of every table it appears in."""
+def variant_settings(config: dict, variant: str,
+                     tables: list[PaperTable] | None = None) -> list[Setting]:
+    """The protocol settings a (base) variant needs: those of every table it appears in
+    (`tables` as for curve_fractions)."""
     settings: dict[str, Setting] = {}
-    for table in paper_tables(config):
+    for table in paper_tables(config) if tables is None else tables:
         if variant not in table_members(config, table):
             continue
         for task in table_tasks(config, table, variant):

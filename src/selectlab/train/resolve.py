@@ -18,7 +18,7 @@ from __future__ import annotations
 from selectlab import layout
 from selectlab.config import deep_merge
 from selectlab.mates.schedule import stage_schedule
-from selectlab.papers.protocols import curve_fractions
+from selectlab.papers.protocols import curve_fractions, paper_tables
 from selectlab.replicates import model_seed, replicate_names
 from selectlab.resources import job_shape, schema_default
 from selectlab.selection.mates_stages import mates_settings, parse_stage_name
@@ -62,9 +62,9 @@ def snapshot_fractions(config: dict) -> dict[str, list[float]]:
     """Model (variant or replicate) -> the points of its training, as fractions of its tokens,
     at which it saves a snapshot: those of the curve figures it is a row of (Meta-rater
     Figure 1). Resolved for all models at once: the protocols are read once, not once per job."""
-    fractions = {}
+    fractions, tables = {}, paper_tables(config)
     for variant in config["variants"]:
-        points = curve_fractions(config, variant)
+        points = curve_fractions(config, variant, tables)
         if points:
             fractions |= dict.fromkeys(replicate_names(config, variant), points)
     return fractions
