@@ -15,16 +15,19 @@ asks `scontrol` for the cluster's settings; where slurm's tools are installed bu
 answers (this machine) that waits out a 9-second timeout, included in every row.
 
 Target (the full-scale issue): 4,000 shards plan in under a minute on 2 cores. `--group-size 1`
-makes every listed file its own shard: the stress case. `--shards-per-job` sets both
-`corpus.shards_per_job` (tokenisation and pool cuts) and `annotate.shards_per_job` (annotation of
-every pool) to 1, 10, 100 or auto (config/paper.yaml's: jobs of about 64 raw files, so 100 single-
-file shards or one 64-file shard a job), one run each: a job takes that many shards, each still
-with its own files, and later jobs list one meta sidecar per such job (docs/cluster.md). Each row
-also prints its time less the plugin's import (the wait above), what a submit host whose controller
-answers would see.
+makes every listed file its own shard: the stress case. By default each run keeps
+config/paper.yaml's own job sizes (`paper`: tokenisation and pool cuts ten shards a job; the
+families whose shard is GPU-hours one 64-file shard a job, `auto`, the others ten:
+config/paper/annotation.yaml). `--shards-per-job` sets both `corpus.shards_per_job` (tokenisation
+and pool cuts) and `annotate.shards_per_job` (annotation of every pool) to 1, 10, 100 or auto
+(jobs of about 64 raw files, so 100 single-file shards or one 64-file shard a job), one run each;
+a family's own shards_per_job still wins. A job takes that many shards, each still with its own
+files, and later jobs list one meta sidecar per such job (docs/cluster.md). Each row also prints
+its time less the plugin's import (the wait above), what a submit host whose controller answers
+would see.
 
 Usage: python benchmarks/dag_scale.py [--files 100 1000 4000 59166] [--group-size 64]
-                                      [--shards-per-job 1 10 100 auto]
+                                      [--shards-per-job paper 1 10 100 auto]
   the target: python benchmarks/dag_scale.py --files 4000 --group-size 1 --shards-per-job 1 10 100
 """
 
@@ -51,7 +54,8 @@ FILES_PER_CHUNK = 5917  # SlimPajama-627B: 59,166 training files in chunk1..chun
 PAPER = read_with_includes(REPO / "config" / "paper.yaml")
 
 
-def fake_listing(root: Path, files: int, group_size: int, shards_per_job: int) -> dict:
+def fake_listing(root: Path, files: int, group_size: int,
+                 shards_per_job: int | str | None) -> dict:
     """`files` empty SlimPajama training files, and the paper config reading them."""
     for split, count in (("train", files), ("validation", 2), ("test", 2)):
         for index in range(count):
@@ -63,8 +67,9 @@ def fake_listing(root: Path, files: int, group_size: int, shards_per_job: int) -
     for split in ("train", "validation", "test"):
         slimpajama[f"{split}_dir"] = str(root / "slimpajama" / split)
     slimpajama["group_size"] = group_size
-    config["corpus"]["shards_per_job"] = shards_per_job
-    config["annotate"]["shards_per_job"] = shards_per_job
+    if shards_per_job is not None:  # None: the paper config's own (a family may set its own)
+        config["corpus"]["shards_per_job"] = shards_per_job
+        config["annotate"]["shards_per_job"] = shards_per_job
     # One empty file per DSIR target set (planning only globs them).
     targets = config["annotate"]["families"]["dsir"]["targets"]
     for name in targets:
@@ -103,8 +108,8 @@ def slurm_plugin_import_seconds() -> float:
     return time.perf_counter() - started
 
 
-def per_job_arg(text: str) -> int | str:
-    return text if text == "auto" else int(text)
+def per_job_arg(text: str) -> int | str | None:
+    return None if text == "paper" else text if text == "auto" else int(text)
 
 
 def main() -> None:
@@ -114,10 +119,9 @@ def main() -> None:
     parser.add_argument("--group-size", type=int,
                         default=PAPER["corpus"]["slimpajama"]["group_size"],
                         help="listed files per shard (default: config/paper.yaml's)")
-    parser.add_argument("--shards-per-job", type=per_job_arg, nargs="+",
-                        default=[PAPER["annotate"].get("shards_per_job", 1)],
-                        help="corpus and annotate .shards_per_job, one run each "
-                             "(default: the paper's)")
+    parser.add_argument("--shards-per-job", type=per_job_arg, nargs="+", default=[None],
+                        help="corpus and annotate .shards_per_job (1, 10, 100, auto), one run "
+                             "each; `paper` (the default): config/paper.yaml's own settings")
     args = parser.parse_args()
     plugin_seconds = slurm_plugin_import_seconds()
     print(f"slurm executor plugin import: {plugin_seconds:.1f} s (part of every row)", flush=True)
@@ -132,8 +136,8 @@ def main() -> None:
                 seconds, jobs, rss_gb = plan(root)
             baseline = baseline or seconds
             shards = -(-files // args.group_size)
-            shown = per_job if per_job != "auto" else (
-                f"auto={resolve_per_job(per_job, args.group_size)}")
+            shown = ("paper" if per_job is None else per_job if per_job != "auto"
+                     else f"auto={resolve_per_job(per_job, args.group_size)}")
             line = (f"{files:>6} files  {shards:>5} shards  {shown:>4} shards/job  "
                     f"{seconds:6.1f} s  {jobs:>6} jobs  {1000 * seconds / jobs:5.2f} ms/job  "
                     f"peak RSS {rss_gb:4.2f} GB  ratio {seconds / baseline:5.2f}  "

@@ -33,18 +33,29 @@ FAMILY_THROUGHPUT = functools.cache(
 )
 ANNOTATE_CONTAINER = lambda w: FAMILY_CONTAINER(w.family)
 ANNOTATE_THROUGHPUT = lambda w: FAMILY_THROUGHPUT(w.family)
-# annotate.shards_per_job: a job scores one shard (annotate, annotate_pool) or a batch of 10 or
-# 100 whose names differ in their last digits (annotate_batch, annotate_pool_batch), in the
-# tokenized shards (`full`) and in every other pool a family annotates; each shard keeps its
-# own sidecar, each job writes one stats file listing its shards.
-ANNOTATE_KINDS = annotate_cfg.job_kinds(
-    config, ("annotate", "annotate_batch"), SHARDS, BASE_SHARD
+# shards_per_job (annotate.shards_per_job, or the family's own): a job scores one shard
+# (annotate, annotate_pool) or a batch of 10 or 100 whose names differ in their last digits
+# (annotate_batch10, annotate_pool_batch100, ...), in the tokenized shards (`full`) and in every
+# other pool a family annotates; each shard keeps its own sidecar, each job writes one stats
+# file listing its shards. Each family's forms name its stats files; the rules run them.
+FAMILY_KINDS = annotate_cfg.family_job_kinds(
+    config,
+    ANNOTATE_FAMILIES + MATES_FAMILIES,
+    ("annotate", "annotate_batch"),
+    SHARDS,
+    BASE_SHARD,
 )
-POOL_KINDS = annotate_cfg.job_kinds(
-    config, ("annotate_pool", "annotate_pool_batch"), SHARDS, BASE_SHARD
+POOL_FAMILY_KINDS = annotate_cfg.family_job_kinds(
+    config,
+    ANNOTATE_FAMILIES + MATES_FAMILIES,
+    ("annotate_pool", "annotate_pool_batch"),
+    SHARDS,
+    BASE_SHARD,
 )
-# The stats files of every annotation job of some families (every pool's jobs are batched
-# alike, so the full pool's forms name them all).
+ANNOTATE_RULES = annotate_cfg.rule_kinds(FAMILY_KINDS, BASE_SHARD)
+POOL_RULES = annotate_cfg.rule_kinds(POOL_FAMILY_KINDS, BASE_SHARD)
+# The stats files of every annotation job of some families (a family's jobs in every pool are
+# cut as in the full pool, so its full-pool forms name them all).
 ANNOTATION_STATS = lambda families: annotate_cfg.stats_files(
     RUN,
     [
@@ -52,7 +63,7 @@ ANNOTATION_STATS = lambda families: annotate_cfg.stats_files(
         for family in families
         for pool in annotate_cfg.family_pools(config, family)
     ],
-    ANNOTATE_KINDS,
+    FAMILY_KINDS,
 )
 # The raw files of the shards a DSIR family samples its raw distribution from.
 DSIR_SHARD_FILES = lambda w: annotate_cfg.dsir_shard_files(
@@ -75,7 +86,7 @@ JOB_SHAPES = {
             config, w["family"], len(kind.suffixes)
         )
     )
-    for kind in ANNOTATE_KINDS + POOL_KINDS
+    for kind, _ in ANNOTATE_RULES + POOL_RULES
 }
 ANNOTATE_COMMAND = (
     "selectlab annotate run --family {wildcards.family} --params {params.cfg:q}"
@@ -87,7 +98,7 @@ ANNOTATE_COMMAND = (
 
 
 # The tokenized shards' documents, read from their raw files.
-for kind in ANNOTATE_KINDS:
+for kind, families in ANNOTATE_RULES:
 
     rule:
         name:
@@ -106,6 +117,7 @@ for kind in ANNOTATE_KINDS:
             layout.benchmark(RUN, "annotate", annotate_cfg.job_name(kind))
         wildcard_constraints:
             batch=kind.pattern,
+            family=names_pattern(families),
         container:
             ANNOTATE_CONTAINER
         threads: job_threads(JOB_SHAPES[kind.rule])
@@ -129,7 +141,7 @@ for kind in ANNOTATE_KINDS:
 
 
 # A pool's units, read from its shards' tokens (texts decoded with the run's tokenizer).
-for kind in POOL_KINDS:
+for kind, families in POOL_RULES:
 
     rule:
         name:
@@ -153,6 +165,7 @@ for kind in POOL_KINDS:
             layout.benchmark(RUN, "annotate", annotate_cfg.job_name(kind, "__{pool}"))
         wildcard_constraints:
             batch=kind.pattern,
+            family=names_pattern(families),
             pool=names_pattern(POOLS),
         container:
             ANNOTATE_CONTAINER

@@ -19,12 +19,14 @@ SOURCES = ["RedPajamaWikipedia", "RedPajamaBook", "RedPajamaGithub"]
 
 
 def workflow_rule_names() -> set[str]:
-    """The rules the workflow declares, with both forms of each per-shard rule (named in a loop
-    over selectlab.shard_jobs.job_kinds)."""
+    """The rules the workflow declares, with the forms of each per-shard rule (named in a loop
+    over selectlab.shard_jobs.job_kinds; annotation's batch rules end in their batch size)."""
     text = "\n".join(path.read_text() for path in (REPO / "rules").glob("*.smk"))
-    forms = re.findall(r'job_kinds\(\s*config, \("(\w+)", "(\w+)"\)', text)
-    return set(re.findall(r"^\s*(?:local)?rule (\w+):", text, re.MULTILINE)) | {
-        name for pair in forms for name in pair}
+    forms = re.findall(r'\bjob_kinds\(\s*config, \("(\w+)", "(\w+)"\)', text)
+    sized = re.findall(r'family_job_kinds\(\s*config,\s*[^,]+,\s*\("(\w+)", "(\w+)"\)', text)
+    return (set(re.findall(r"^\s*(?:local)?rule (\w+):", text, re.MULTILINE))
+            | {name for pair in forms for name in pair}
+            | {name for alone, batch in sized for name in (alone, f"{batch}10", f"{batch}100")})
 
 
 def record(doc_id: str, text: str, set_name: str = "RedPajamaWikipedia") -> dict:

@@ -22,12 +22,32 @@ def test_a_batch_job_keeps_one_shards_memory_and_adds_up_their_time():
 
 def test_stats_files_one_per_batch_and_one_per_shard_alone_in_each_pool():
     shards = [f"group_{i:05d}" for i in range(11)]
-    kinds = resolve.job_kinds({"annotate": {"shards_per_job": 10}}, ("annotate", "annotate_batch"),
-                              shards, "any")
+    config = {"annotate": {"shards_per_job": 10,
+                           "families": {"a": {"kind": "signals"}, "b": {"kind": "signals"}}}}
+    kinds = resolve.family_job_kinds(config, ["a", "b"], ("annotate", "annotate_batch"),
+                                     shards, "any")
     assert resolve.stats_files("r", [("a", "full"), ("b", "qurating")], kinds) == [
         "r/logs/annotate/a/group_00010.json", "r/logs/annotate/a/group_0000_batch.json",
         "r/logs/annotate/b/group_00010__qurating.json",
         "r/logs/annotate/b/group_0000__qurating_batch.json"]
+
+
+def test_a_familys_own_shards_per_job_gives_it_its_own_batch_rule():
+    shards = [f"group_{i:05d}" for i in range(11)]
+    config = {"annotate": {"shards_per_job": 1, "families": {
+        "light": {"kind": "signals", "shards_per_job": 10}, "heavy": {"kind": "signals"}}}}
+    kinds = resolve.family_job_kinds(config, ["light", "heavy"], ("annotate", "annotate_batch"),
+                                     shards, "any")
+    assert [kind.rule for kind in kinds["light"]] == ["annotate", "annotate_batch10"]
+    assert resolve.stats_files("r", [("light", "full"), ("heavy", "full")], kinds) == [
+        "r/logs/annotate/light/group_00010.json", "r/logs/annotate/light/group_0000_batch.json",
+        *(f"r/logs/annotate/heavy/{shard}.json" for shard in shards)]
+    (alone, alone_families), (batch, batch_families) = resolve.rule_kinds(kinds, "any")
+    # Every shard runs alone for `heavy`, so the one-shard rule takes any shard, any family.
+    assert (alone.rule, alone.pattern, alone_families) == ("annotate", "any", ["light", "heavy"])
+    assert (batch.rule, batch.pattern, batch_families) == ("annotate_batch10", "group_0000",
+                                                            ["light"])
+    assert resolve.resolve_family(config, "light") == {"kind": "signals"}  # not a parameter
 
 
 def test_batch_sizes_are_throughput_not_params():

@@ -112,22 +112,42 @@ def test_twelve_shards_ten_a_job_each_shard_keeps_its_own_outputs(tmp_path):
     # One batch of shard_00000..09 and two shards alone, in every per-shard rule.
     assert rules["tokenize_batch"] == 1 and rules["tokenize_shard"] == 2
     assert rules["cut_pool_batch"] == 1 and rules["cut_pool"] == 2
-    assert rules["annotate_pool_batch"] * 2 == rules["annotate_pool"] > 0
-    assert rules["annotate_batch"] * 2 == rules["annotate"] > 0
+    assert rules["annotate_pool_batch10"] * 2 == rules["annotate_pool"] > 0
+    assert rules["annotate_batch10"] * 2 == rules["annotate"] > 0
     [batch] = [job for job in jobs if job["rule"] == "tokenize_batch"]
     [alone, _] = [job for job in jobs if job["rule"] == "tokenize_shard"]
     assert batch["output"][:10] == [f"{run}/corpus/tokens/{s}.npy" for s in shards[:10]]
     assert runtime(batch) == 10 * runtime(alone)
     # Later jobs list one meta sidecar per tokenisation or cut job they read: it is written with
     # the rest of that job's files, so it stands for them.
-    for rule, meta in (("annotate_batch", "shard_00000"), ("cut_pool_batch", "shard_00000"),
-                       ("annotate_pool_batch", f"shard_00000__{pool}")):
+    for rule, meta in (("annotate_batch10", "shard_00000"), ("cut_pool_batch", "shard_00000"),
+                       ("annotate_pool_batch10", f"shard_00000__{pool}")):
         for job in (job for job in jobs if job["rule"] == rule):
             metas = [path for path in job["input"] if "/attributes/meta/" in path]
             assert metas == [f"{run}/attributes/meta/{meta}.parquet"], (rule, metas)
     [report] = [job for job in jobs if job["rule"] == "read_report"]
     assert sorted(report["input"]) == sorted(
         f"{run}/attributes/meta/{shard}.parquet" for shard in ["shard_00000", *shards[10:]])
+
+
+def test_a_familys_own_shards_per_job_batches_only_its_jobs(tmp_path):
+    config = copy.deepcopy(TEST)
+    config["corpus"]["num_shards"] = 12
+    config["annotate"]["families"]["qurater"]["shards_per_job"] = 10  # it rates a pool only
+    config["annotate"]["families"]["prrc"]["shards_per_job"] = 10
+    jobs = planned_jobs(tmp_path, config)
+    assert max(Counter(path for job in jobs for path in job["output"]).values()) == 1
+    run = f"results/{config['run']}"
+    [prrc_batch] = [job for job in jobs if job["rule"] == "annotate_batch10"]
+    assert prrc_batch["output"][:10] == [f"{run}/attributes/prrc/shard_{i:05d}.parquet"
+                                         for i in range(10)]
+    [pool_batch] = [job for job in jobs if job["rule"] == "annotate_pool_batch10"]
+    assert "/attributes/qurater/shard_00000__qurating.parquet" in pool_batch["output"][0]
+    alone = Counter(job["output"][0].split("/")[-2] for job in jobs if job["rule"] == "annotate")
+    assert alone.pop("prrc") == 2 and set(alone.values()) == {12}  # the rest, one a job
+    assert "qurater" not in alone and "signals" in alone
+    assert runtime(prrc_batch) == 10 * runtime(next(
+        job for job in jobs if job["rule"] == "annotate" and "/prrc/" in job["output"][0]))
 
 
 def run_cli(*args: str) -> None:
@@ -190,7 +210,7 @@ def test_a_batch_job_with_too_few_output_paths_stops(tmp_path, tiny_tokenizer_di
 
 
 def test_auto_batches_jobs_to_read_about_64_raw_files():
-    from selectlab.annotate.resolve import shards_per_job
+    from selectlab.corpus.resolve import shards_per_job
     from selectlab.shard_jobs import resolve_per_job
 
     assert [resolve_per_job("auto", files) for files in (1, 4, 8, 32, 64, 200)] == [
@@ -198,6 +218,6 @@ def test_auto_batches_jobs_to_read_about_64_raw_files():
     assert resolve_per_job(10, 64) == 10  # a number is kept as set
     paper = {"corpus": {"mode": "slimpajama", "slimpajama": {"group_size": 1}},
              "annotate": {"shards_per_job": "auto"}}
-    assert shards_per_job(paper) == 100
+    assert shards_per_job(paper, "annotate") == 100
     paper["corpus"]["slimpajama"]["group_size"] = 64
-    assert shards_per_job(paper) == 1
+    assert shards_per_job(paper, "annotate") == 1

@@ -15,10 +15,13 @@ from selectlab.annotate.refppl import SMOLLM2_GGUF
 from selectlab.annotate.registry import family_kind
 from selectlab.corpus import resolve as corpus_cfg
 from selectlab.resources import for_shards, job_shape, schema_default
+from selectlab.shard_jobs import JobKind
 
 # How fast a job scores, not what it writes: passed apart from the params, so changing them
 # reruns nothing (docs/cluster.md).
 THROUGHPUT_KEYS = ("forward_batch_size",)
+# Where and how a family's jobs run, not what they write.
+JOB_KEYS = ("resources", "pools", "shards_per_job")
 
 
 def family_names(config: dict) -> list[str]:
@@ -42,7 +45,7 @@ def resolve_family(config: dict, name: str) -> dict:
     """The family's scoring settings (kind included), as its jobs' `--params` (where it
     annotates, `pools`, is not one: adding a pool reruns no other pool's jobs)."""
     return {k: v for k, v in family_config(config, name).items()
-            if k not in ("resources", "pools") and k not in THROUGHPUT_KEYS}
+            if k not in JOB_KEYS and k not in THROUGHPUT_KEYS}
 
 
 def family_pools(config: dict, name: str) -> list[str]:
@@ -65,34 +68,64 @@ def resolve_throughput(config: dict, name: str) -> dict:
         key: family[key] for key in THROUGHPUT_KEYS if key in family}
 
 
-def shards_per_job(config: dict) -> int:
-    return corpus_cfg.shards_per_job(config, "annotate")
+def shards_per_job(config: dict, name: str) -> int:
+    """Shards one of a family's jobs scores: its own `shards_per_job`, else
+    annotate.shards_per_job (`auto` resolved by the files a shard reads)."""
+    own = family_config(config, name).get("shards_per_job")
+    return int(own) if own else corpus_cfg.shards_per_job(config, "annotate")
 
 
-def job_kinds(config: dict, rules: tuple[str, str], shards: Sequence[str],
-              any_shard: str) -> list[shard_jobs.JobKind]:
-    """The forms of an annotation rule: one shard a job, and batches of
-    annotate.shards_per_job shards."""
-    return shard_jobs.job_kinds(rules, shards, shards_per_job(config),
-                                "annotate.shards_per_job", any_shard)
+def family_job_kinds(config: dict, families: Sequence[str], rules: tuple[str, str],
+                     shards: Sequence[str], any_shard: str) -> dict[str, list[JobKind]]:
+    """Each family's job forms: its shards one a job, and batches of its shards_per_job. The
+    batch form's rule is `rules[1]` followed by the batch size (one rule per size in use)."""
+    alone, batch = rules
+    sizes = {name: shards_per_job(config, name) for name in families}
+    by_size = {size: shard_jobs.job_kinds((alone, f"{batch}{size}"), shards, size,
+                                          "annotate.shards_per_job", any_shard)
+               for size in sorted(set(sizes.values()))}
+    return {name: by_size[size] for name, size in sizes.items()}
+
+
+def rule_kinds(kinds: dict[str, list[JobKind]],
+               any_shard: str) -> list[tuple[JobKind, list[str]]]:
+    """The rules that run `family_job_kinds`, each with the families it runs: one for every
+    shard that some family scores alone (any family: only the stats files a family's own forms
+    name are asked for, so no file is wanted from two rules) and one per batch size."""
+    alone: dict[str, list[str]] = {}
+    batches: dict[str, tuple[JobKind, list[str]]] = {}
+    for name, forms in kinds.items():
+        for kind in forms:
+            if kind.batched:
+                batches.setdefault(kind.rule, (kind, []))[1].append(name)
+            else:
+                alone.update(kind.members)
+    if not alone:
+        return list(batches.values())
+    every_shard = any(kind.pattern == any_shard for forms in kinds.values() for kind in forms)
+    rule = next(kind.rule for forms in kinds.values() for kind in forms if not kind.batched)
+    shard_alone = JobKind(rule, any_shard if every_shard else shard_jobs.names_pattern(list(alone)),
+                          [""], alone)
+    return [(shard_alone, list(kinds)), *batches.values()]
 
 
 def stats_files(root: str, family_pools: Sequence[tuple[str, str]],
-                kinds: Sequence[shard_jobs.JobKind]) -> list[str]:
+                kinds: dict[str, list[JobKind]]) -> list[str]:
     """The stats files of every annotation job of each (family, pool): one per batch of shards,
-    one per shard scored alone (`job_kinds`); a pool's jobs are its shards' (`{shard}__{pool}`)."""
+    one per shard scored alone (the family's forms, `family_job_kinds`); a pool's jobs are its
+    shards' (`{shard}__{pool}`), cut as the family's full-pool jobs."""
     from selectlab.corpus.pools import FULL
 
     paths = []
     for family, pool in family_pools:
         tail = "" if pool == FULL else f"__{pool}"
-        for kind in kinds:
+        for kind in kinds[family]:
             stats = layout.annotation_batch_stats if kind.batched else layout.annotation_stats
             paths += [stats(root, family, f"{batch}{tail}") for batch in kind.members]
     return paths
 
 
-def job_stats_path(root: str, kind: shard_jobs.JobKind, tail: str = "") -> str:
+def job_stats_path(root: str, kind: JobKind, tail: str = "") -> str:
     """The stats file of an annotation job of `kind` (a pattern of `{family}` and `{batch}`;
     `tail` names a pool's part of the shards): one per shard alone, one per batch."""
     if kind.batched:
@@ -100,7 +133,7 @@ def job_stats_path(root: str, kind: shard_jobs.JobKind, tail: str = "") -> str:
     return layout.annotation_stats(root, shard=f"{{batch}}{tail}")
 
 
-def job_name(kind: shard_jobs.JobKind, tail: str = "") -> str:
+def job_name(kind: JobKind, tail: str = "") -> str:
     """An annotation job's log and benchmark name: its family and shard, or its batch."""
     return f"{{family}}/{{batch}}{tail}" + ("_batch" if kind.batched else "")
 
@@ -121,7 +154,7 @@ def uses_model(config: dict, name: str) -> bool:
 def resources(config: dict, name: str, shards: int = 1) -> dict:
     """The shape of one family's annotation jobs: its `resources` over the schema's default for
     its kind (model families: two cores and a GPU when asked; rule-based: one core). A job of
-    `shards` shards (annotate.shards_per_job) keeps the memory of one and adds up their time."""
+    `shards` shards (its shards_per_job) keeps the memory of one and adds up their time."""
     family = family_config(config, name)
     default = "model_resources" if family_kind(family["kind"]).uses_model else "rule_resources"
     shape = job_shape(schema_default("annotate.schema.yaml", "$defs", default),
