@@ -14,17 +14,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 BATCH_SIZES = (1, 10, 100)
-# `auto`: about this many raw files a job, the paper's 64-file shards (~0.7B tokens; about 1.5
-# GPU-hours for the 1.3B QuRater, config/paper/annotation.yaml), whatever the files per shard.
+# `auto`, unless `files_per_job` says otherwise: about this many raw files a job, the paper's
+# 64-file shards (~0.7B tokens; about 1.5 H100-hours for the 1.3B QuRater,
+# config/paper/annotation.yaml), whatever the files per shard.
 FILES_PER_JOB = 64
 
 
-def resolve_per_job(value: int | str, files_per_shard: int) -> int:
+def resolve_per_job(value: int | str, files_per_shard: int,
+                    files_per_job: int = FILES_PER_JOB) -> int:
     """`shards_per_job` as set (1, 10, 100), or for `auto` the batch whose jobs read closest to
-    FILES_PER_JOB raw files: single-file shards go 100 a job, 64-file shards one."""
+    `files_per_job` raw files: at 64, single-file shards go 100 a job, 64-file shards one."""
     if value != "auto":
         return int(value)
-    return min(BATCH_SIZES, key=lambda n: abs(math.log(n * files_per_shard / FILES_PER_JOB)))
+    return min(BATCH_SIZES, key=lambda n: abs(math.log(n * files_per_shard / files_per_job)))
 
 
 def batch_suffixes(per_job: int, setting: str) -> list[str]:

@@ -32,10 +32,13 @@ def test_stats_files_one_per_batch_and_one_per_shard_alone_in_each_pool():
         "r/logs/annotate/b/group_0000__qurating_batch.json"]
 
 
-def test_a_familys_own_shards_per_job_gives_it_its_own_batch_rule():
+def test_a_familys_own_files_per_job_gives_it_its_own_batch_rule():
     shards = [f"group_{i:05d}" for i in range(11)]
-    config = {"annotate": {"shards_per_job": 1, "families": {
-        "light": {"kind": "signals", "shards_per_job": 10}, "heavy": {"kind": "signals"}}}}
+    # 64-file shards: `auto` aims at 64 files a job (one shard), `light` at 640 (ten shards).
+    config = {"corpus": {"mode": "slimpajama", "slimpajama": {"group_size": 64}},
+              "annotate": {"shards_per_job": "auto", "families": {
+                  "light": {"kind": "signals", "files_per_job": 640},
+                  "heavy": {"kind": "signals"}}}}
     kinds = resolve.family_job_kinds(config, ["light", "heavy"], ("annotate", "annotate_batch"),
                                      shards, "any")
     assert [kind.rule for kind in kinds["light"]] == ["annotate", "annotate_batch10"]

@@ -130,11 +130,13 @@ def test_twelve_shards_ten_a_job_each_shard_keeps_its_own_outputs(tmp_path):
         f"{run}/attributes/meta/{shard}.parquet" for shard in ["shard_00000", *shards[10:]])
 
 
-def test_a_familys_own_shards_per_job_batches_only_its_jobs(tmp_path):
+def test_a_familys_own_files_per_job_batches_only_its_jobs(tmp_path):
     config = copy.deepcopy(TEST)
     config["corpus"]["num_shards"] = 12
-    config["annotate"]["families"]["qurater"]["shards_per_job"] = 10  # it rates a pool only
-    config["annotate"]["families"]["prrc"]["shards_per_job"] = 10
+    # Single-file shards: jobs of about 10 raw files for two families, one shard for the rest.
+    config["annotate"].update(shards_per_job="auto", files_per_job=1)
+    config["annotate"]["families"]["qurater"]["files_per_job"] = 10  # it rates a pool only
+    config["annotate"]["families"]["prrc"]["files_per_job"] = 10
     jobs = planned_jobs(tmp_path, config)
     assert max(Counter(path for job in jobs for path in job["output"]).values()) == 1
     run = f"results/{config['run']}"
@@ -221,3 +223,8 @@ def test_auto_batches_jobs_to_read_about_64_raw_files():
     assert shards_per_job(paper, "annotate") == 100
     paper["corpus"]["slimpajama"]["group_size"] = 64
     assert shards_per_job(paper, "annotate") == 1
+    # files_per_job moves what auto aims at: ten 64-file shards, or a hundred single files.
+    paper["annotate"]["files_per_job"] = 640
+    assert shards_per_job(paper, "annotate") == 10
+    paper["corpus"]["slimpajama"]["group_size"] = 1
+    assert shards_per_job(paper, "annotate") == 100

@@ -21,7 +21,7 @@ from selectlab.shard_jobs import JobKind
 # reruns nothing (docs/cluster.md).
 THROUGHPUT_KEYS = ("forward_batch_size",)
 # Where and how a family's jobs run, not what they write.
-JOB_KEYS = ("resources", "pools", "shards_per_job")
+JOB_KEYS = ("resources", "pools", "files_per_job")
 
 
 def family_names(config: dict) -> list[str]:
@@ -69,15 +69,15 @@ def resolve_throughput(config: dict, name: str) -> dict:
 
 
 def shards_per_job(config: dict, name: str) -> int:
-    """Shards one of a family's jobs scores: its own `shards_per_job`, else
-    annotate.shards_per_job (`auto` resolved by the files a shard reads)."""
-    own = family_config(config, name).get("shards_per_job")
-    return int(own) if own else corpus_cfg.shards_per_job(config, "annotate")
+    """Shards one of a family's jobs scores: annotate.shards_per_job, `auto` resolved by the
+    files a shard reads and the family's `files_per_job` (else annotate.files_per_job)."""
+    own = family_config(config, name).get("files_per_job")
+    return corpus_cfg.shards_per_job(config, "annotate", own)
 
 
 def family_job_kinds(config: dict, families: Sequence[str], rules: tuple[str, str],
                      shards: Sequence[str], any_shard: str) -> dict[str, list[JobKind]]:
-    """Each family's job forms: its shards one a job, and batches of its shards_per_job. The
+    """Each family's job forms: its shards one a job, and batches of its `shards_per_job`. The
     batch form's rule is `rules[1]` followed by the batch size (one rule per size in use)."""
     alone, batch = rules
     sizes = {name: shards_per_job(config, name) for name in families}

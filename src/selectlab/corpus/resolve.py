@@ -118,11 +118,15 @@ def files_per_shard(config: dict) -> int:
     return int(corpus["slimpajama"]["group_size"]) if corpus["mode"] == "slimpajama" else 1
 
 
-def shards_per_job(config: dict, section: str) -> int:
+def shards_per_job(config: dict, section: str, files_per_job: int | None = None) -> int:
     """`corpus.shards_per_job` or `annotate.shards_per_job`, `auto` resolved by the files a
-    shard reads (selectlab.shard_jobs.resolve_per_job)."""
+    shard reads and the section's `files_per_job` (or the one given: a family's)
+    (selectlab.shard_jobs.resolve_per_job)."""
     value = config[section].get("shards_per_job", 1)
-    return shard_jobs.resolve_per_job(value, files_per_shard(config) if value == "auto" else 1)
+    if value != "auto":
+        return int(value)
+    files = files_per_job or config[section].get("files_per_job", shard_jobs.FILES_PER_JOB)
+    return shard_jobs.resolve_per_job(value, files_per_shard(config), int(files))
 
 
 def damaged_file_policy(config: dict) -> str:

@@ -114,7 +114,7 @@ def influence_model_params(config: dict, variant: str, stage: int) -> dict:
 
 def family_entry(config: dict, name: str) -> dict | None:
     """A MATES influence family as an `annotate.families` entry (its `resources` those of
-    `mates.resources.annotate`, its `shards_per_job` mates.annotate_shards_per_job), or None
+    `mates.resources.annotate`, its `files_per_job` mates.annotate_files_per_job), or None
     for another name."""
     parsed = parse_family_name(config, name)
     if parsed is None:
@@ -126,8 +126,8 @@ def family_entry(config: dict, name: str) -> dict | None:
              "unit_tokens": int(spec["unit_tokens"]),
              "forward_batch_size": int(model.get("forward_batch_size", 64)),
              "resources": asked_resources(config, "annotate")}
-    per_job = (config.get("mates") or {}).get("annotate_shards_per_job")
-    return entry | ({"shards_per_job": per_job} if per_job else {})
+    files = (config.get("mates") or {}).get("annotate_files_per_job")
+    return entry | ({"files_per_job": files} if files else {})
 
 
 def asked_resources(config: dict, job: str) -> dict | None:
