@@ -4,6 +4,7 @@ out of the job's params (which shards share a job: test_shard_jobs.py)."""
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 
 import yaml
@@ -40,14 +41,17 @@ def test_a_familys_own_files_per_job_gives_it_its_own_batch_rule():
                   "light": {"kind": "signals", "files_per_job": 640},
                   "heavy": {"kind": "signals"}}}}
     kinds = resolve.family_job_kinds(config, ["light", "heavy"], ("annotate", "annotate_batch"),
-                                     shards, "any")
+                                     shards, "[a-z0-9_]+")
     assert [kind.rule for kind in kinds["light"]] == ["annotate", "annotate_batch10"]
     assert resolve.stats_files("r", [("light", "full"), ("heavy", "full")], kinds) == [
         "r/logs/annotate/light/group_00010.json", "r/logs/annotate/light/group_0000_batch.json",
         *(f"r/logs/annotate/heavy/{shard}.json" for shard in shards)]
-    (alone, alone_families), (batch, batch_families) = resolve.rule_kinds(kinds, "any")
-    # Every shard runs alone for `heavy`, so the one-shard rule takes any shard, any family.
-    assert (alone.rule, alone.pattern, alone_families) == ("annotate", "any", ["light", "heavy"])
+    (alone, alone_families), (batch, batch_families) = resolve.rule_kinds(kinds, "[a-z0-9_]+")
+    # Every shard runs alone for `heavy`, so the one-shard rule takes any numbered shard (not a
+    # batch's `group_0000_batch`), any family.
+    assert (alone.rule, alone_families) == ("annotate", ["light", "heavy"])
+    assert re.fullmatch(alone.pattern, "group_00007")
+    assert not re.fullmatch(alone.pattern, "group_0000_batch")
     assert (batch.rule, batch.pattern, batch_families) == ("annotate_batch10", "group_0000",
                                                             ["light"])
     assert resolve.resolve_family(config, "light") == {"kind": "signals"}  # not a parameter

@@ -103,10 +103,13 @@ def rule_kinds(kinds: dict[str, list[JobKind]],
     if not alone:
         return list(batches.values())
     every_shard = any(kind.pattern == any_shard for forms in kinds.values() for kind in forms)
+    pattern = any_shard if every_shard else shard_jobs.names_pattern(list(alone))
+    if every_shard and batches:
+        # Batching numbers every shard (shard_jobs.shard_batches), so a name ending otherwise
+        # is no shard: a batch's stats file (`{batch}_batch.json`) stays the batch rule's.
+        pattern += "(?<=[0-9])"
     rule = next(kind.rule for forms in kinds.values() for kind in forms if not kind.batched)
-    shard_alone = JobKind(rule, any_shard if every_shard else shard_jobs.names_pattern(list(alone)),
-                          [""], alone)
-    return [(shard_alone, list(kinds)), *batches.values()]
+    return [(JobKind(rule, pattern, [""], alone), list(kinds)), *batches.values()]
 
 
 def stats_files(root: str, family_pools: Sequence[tuple[str, str]],
